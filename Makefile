@@ -1,0 +1,65 @@
+# gpuwatch's front door. `make help` lists the targets.
+
+GO        ?= go
+BIN       ?= bin/gpuwatch
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Packages whose tests keep golden files in testdata/ and accept -update.
+GOLDEN_PKGS := ./telemetry/
+# The demo's simulated length and speed: 10 simulated minutes at 20x take 30 s.
+DEMO_FLAGS ?= --duration 10m --speed 20
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## install what the build and tests need (Go modules; Debian packages as servers land)
+	@command -v $(GO) >/dev/null || { echo "make: Go is not installed; install Go 1.26 first" >&2; exit 1; }
+	$(GO) mod download
+
+.PHONY: build
+build: deps ## build bin/gpuwatch
+	CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpuwatch
+
+.PHONY: demo
+demo: build ## run the whole system on a simulated fleet (embedded defaults)
+	./$(BIN) demo $(DEMO_FLAGS)
+
+.PHONY: test
+test: deps lint ## install what is needed, then run every test
+	$(GO) test -count=1 ./...
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+.PHONY: bench
+bench: deps ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 10s)
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-10s} $$pkg || exit 1; \
+	  done; \
+	done
+
+.PHONY: generate
+generate: ## regenerate generated code (the Xid catalog)
+	$(GO) generate ./...
+
+.PHONY: update-golden
+update-golden: ## rewrite golden files in testdata/ from the current code
+	$(GO) test -count=1 $(GOLDEN_PKGS) -update
+
+.PHONY: clean
+clean: ## remove build outputs
+	rm -rf bin
