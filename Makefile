@@ -4,6 +4,8 @@ GO        ?= go
 BIN       ?= bin/gpuwatch
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
+# cgo: go-nvml wraps NVML functions that NVIDIA has marked deprecated; the warnings are noise.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages whose tests keep golden files in testdata/ and accept -update.
 GOLDEN_PKGS := ./telemetry/
