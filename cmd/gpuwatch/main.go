@@ -26,7 +26,7 @@ type command struct {
 // commands is the explicit registry of subcommands.
 func commands() map[string]command {
 	return map[string]command{
-		// demo lands with the simulated fleet
+		"demo":    {"run a simulated GPU fleet with a scripted fault story and print what the hardware does", runDemo},
 		"version": {"print the version and build information", runVersion},
 	}
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/demo"
+)
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", stderr)
+	o := demo.Options{Out: stdout}
+	fs.IntVar(&o.Nodes, "nodes", 16, "number of simulated HGX H100 nodes")
+	fs.IntVar(&o.NodesPerLeaf, "nodes-per-leaf", 8, "nodes under each leaf switch")
+	fs.DurationVar(&o.Duration, "duration", 0, "simulated time to run, then print the summary and exit (0: until interrupted)")
+	fs.Float64Var(&o.Speed, "speed", 1, "simulated seconds per wall-clock second")
+	fs.DurationVar(&o.Interval, "interval", time.Minute, "simulated time between fleet summaries")
+	fs.Int64Var(&o.Seed, "seed", 1, "seed for the simulated fleet and its workload")
+	fs.StringVar(&o.Dir, "dir", "", "keep each node's simulated files (sysfs, kernel log) under this directory instead of a temporary one")
+	faults := fs.String("faults", "", "fault scenario YAML file (default: the built-in story)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gpuwatch demo [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs a simulated GPU fleet with a scripted fault story and prints what the hardware does.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if o.Speed <= 0 {
+		return fmt.Errorf("%w: -speed must be positive, got %g", errUsage, o.Speed)
+	}
+	if *faults != "" {
+		b, err := os.ReadFile(*faults)
+		if err != nil {
+			return fmt.Errorf("cannot read fault scenario: %w", err)
+		}
+		o.Faults, o.FaultsName = b, *faults
+	}
+	_, err := demo.Run(ctx, o)
+	return err
+}
