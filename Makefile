@@ -37,7 +37,7 @@ test: deps lint ## install what is needed, then run every test
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$(gofmt -l .); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

@@ -70,13 +70,13 @@ func (p *printer) events(evs []Event) {
 // fleetTotals are the one-line numbers of a snapshot.
 type fleetTotals struct {
 	gpus, busy, allocated, lost, failing, throttled int
-	utilSum                                float64
-	powerW                                 float64
-	hottest                                uint32
-	hottestAt                              string
-	linksUp, links                         int
-	portsUp, ports                         int
-	xids                                   int
+	utilSum                                         float64
+	powerW                                          float64
+	hottest                                         uint32
+	hottestAt                                       string
+	linksUp, links                                  int
+	portsUp, ports                                  int
+	xids                                            int
 }
 
 func totals(s Snapshot) fleetTotals {
