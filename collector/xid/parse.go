@@ -3,6 +3,8 @@ package xid
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // Kind says what an NVRM line carries.
@@ -34,10 +36,11 @@ type Line struct {
 // CanonicalPCI returns the PCI address in gpuwatch's canonical form, lower case with
 // the function: "0000:9b:00.0". The driver names the GPU's function 0.
 func (l Line) CanonicalPCI() string {
-	if l.PCI == "" {
+	id, err := telemetry.ParsePCIBusID("PCI:" + l.PCI)
+	if err != nil {
 		return ""
 	}
-	return strings.ToLower(l.PCI) + ".0"
+	return id.String()
 }
 
 const nvrm = "NVRM: "
