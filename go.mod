@@ -1,6 +1,6 @@
 module github.com/gpuwatch/gpuwatch
 
-go 1.26.0
+go 1.26.7
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.3-0
@@ -9,4 +9,16 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require golang.org/x/sync v0.24.0 // indirect
+require (
+	github.com/NVIDIA/go-dcgm v1.4611.0 // indirect
+	github.com/prometheus/client_golang v1.23.2 // indirect
+	github.com/prometheus/common v0.73.1 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+	k8s.io/kubelet v0.34.2 // indirect
+)
