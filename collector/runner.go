@@ -1,0 +1,285 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// RunnerOptions configure the collection loop.
+type RunnerOptions struct {
+	// Sources in registry order; Derivers run after them in every cycle.
+	Sources  []Source
+	Derivers []Deriver
+	// Inventory is the node's GPUs; it rides along in every snapshot.
+	Inventory *Inventory
+	// Interval is the full collection schedule (every field of every source).
+	Interval time.Duration
+	// HealthInterval is the short schedule for HealthCollector sources. It is
+	// rounded so that Interval is a whole number of health ticks; zero or a value
+	// not below Interval means one schedule.
+	HealthInterval time.Duration
+	// Timeout bounds one source's collection; zero means the health interval.
+	Timeout time.Duration
+	// OnPublish is called with every published snapshot, on the loop's goroutine
+	// (the exporter renders there, off the scrape path).
+	OnPublish func(*Snapshot)
+	Logger    *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Runner collects every source on its schedule and publishes immutable snapshots.
+// A scrape or API call reads the last snapshot and never touches the hardware.
+type Runner struct {
+	opts    RunnerOptions
+	slots   []*slot
+	current atomic.Pointer[Snapshot]
+	cycles  atomic.Uint64
+}
+
+// slot is one source's state between cycles. busy guards against calling a source
+// that overran its timeout again before it returned.
+type slot struct {
+	src    Source
+	health HealthCollector // nil when the source has no health tier
+
+	busy atomic.Bool
+
+	mu       sync.Mutex
+	full     []telemetry.Sample
+	fast     []telemetry.Sample
+	status   SourceStatus
+	lastErr  string
+	reported string // the error last logged, to log each distinct error once
+}
+
+// NewRunner checks the options and builds a runner.
+func NewRunner(opts RunnerOptions) (*Runner, error) {
+	if opts.Interval <= 0 {
+		return nil, fmt.Errorf("collection interval %s: must be positive", opts.Interval)
+	}
+	if opts.HealthInterval <= 0 || opts.HealthInterval >= opts.Interval {
+		opts.HealthInterval = opts.Interval
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = opts.HealthInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Runner{opts: opts}
+	seen := map[string]bool{}
+	for _, s := range opts.Sources {
+		if seen[s.Name()] {
+			return nil, fmt.Errorf("source %q registered twice", s.Name())
+		}
+		seen[s.Name()] = true
+		sl := &slot{src: s, status: SourceStatus{Name: s.Name()}}
+		if h, ok := s.(HealthCollector); ok {
+			sl.health = h
+		}
+		r.slots = append(r.slots, sl)
+	}
+	return r, nil
+}
+
+// ticksPerFull is how many health ticks make one full interval.
+func (r *Runner) ticksPerFull() int {
+	n := int(r.opts.Interval / r.opts.HealthInterval)
+	return max(n, 1)
+}
+
+// Run collects until ctx is done: a full cycle at once, then a health cycle every
+// HealthInterval and a full one every Interval.
+func (r *Runner) Run(ctx context.Context) error {
+	t := time.NewTicker(r.opts.HealthInterval)
+	defer t.Stop()
+	n := r.ticksPerFull()
+	for tick := 0; ; tick++ {
+		r.Cycle(ctx, tick%n == 0)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Snapshot returns the last published snapshot, or nil before the first cycle.
+func (r *Runner) Snapshot() *Snapshot { return r.current.Load() }
+
+// Cycles returns the number of cycles run.
+func (r *Runner) Cycles() uint64 { return r.cycles.Load() }
+
+// Cycle runs one collection cycle (full: every source's Collect and CollectHealth;
+// otherwise only CollectHealth), then the derivers, publishes the snapshot and
+// returns it. Sources run concurrently; one that overruns the timeout keeps its last
+// samples, is reported down with a timeout error, and is not called again until
+// its pending call returns.
+func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
+	var wg sync.WaitGroup
+	for _, sl := range r.slots {
+		if !full && sl.health == nil {
+			continue
+		}
+		if !sl.busy.CompareAndSwap(false, true) {
+			sl.fail(r, errors.New("previous collection still running"), 0)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.collect(ctx, sl, full)
+		}()
+	}
+	wg.Wait()
+
+	now := r.opts.Now()
+	snap := &Snapshot{Time: now, Inventory: r.opts.Inventory}
+	total := 0
+	for _, sl := range r.slots {
+		sl.mu.Lock()
+		total += len(sl.full) + len(sl.fast)
+		sl.mu.Unlock()
+	}
+	snap.Samples = make([]telemetry.Sample, 0, total+64)
+	for _, sl := range r.slots {
+		sl.mu.Lock()
+		snap.Samples = append(snap.Samples, sl.full...)
+		snap.Samples = append(snap.Samples, sl.fast...)
+		snap.Sources = append(snap.Sources, sl.status)
+		sl.mu.Unlock()
+	}
+	for _, d := range r.opts.Derivers {
+		start := r.opts.Now()
+		dctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		var derived []telemetry.Sample
+		err := d.Derive(dctx, snap, func(s telemetry.Sample) {
+			if s.Time.IsZero() {
+				s.Time = start
+			}
+			derived = append(derived, s)
+		})
+		cancel()
+		st := SourceStatus{Name: d.Name(), Up: err == nil, Duration: r.opts.Now().Sub(start), Samples: len(derived)}
+		if err != nil {
+			st.Err = err.Error()
+			r.opts.Logger.Warn("deriver failed", telemetry.LabelSource, d.Name(), "err", err)
+		} else {
+			st.LastSuccess = start
+		}
+		snap.Samples = append(snap.Samples, derived...)
+		snap.Sources = append(snap.Sources, st)
+	}
+	r.current.Store(snap)
+	r.cycles.Add(1)
+	if r.opts.OnPublish != nil {
+		r.opts.OnPublish(snap)
+	}
+	return snap
+}
+
+// collect runs one source's collection with the per-source timeout. A call that
+// outlives the timeout finishes in the background; its samples are dropped.
+func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
+	start := r.opts.Now()
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	type result struct {
+		full, fast []telemetry.Sample
+		err        error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer sl.busy.Store(false)
+		var res result
+		stamp := func(dst *[]telemetry.Sample) func(telemetry.Sample) {
+			return func(s telemetry.Sample) {
+				if s.Time.IsZero() {
+					s.Time = start
+				}
+				*dst = append(*dst, s)
+			}
+		}
+		var errs []error
+		if sl.health != nil {
+			sl.mu.Lock()
+			res.fast = make([]telemetry.Sample, 0, len(sl.fast))
+			sl.mu.Unlock()
+			if err := sl.health.CollectHealth(cctx, stamp(&res.fast)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if full {
+			sl.mu.Lock()
+			res.full = make([]telemetry.Sample, 0, len(sl.full))
+			sl.mu.Unlock()
+			if err := sl.src.Collect(cctx, stamp(&res.full)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		res.err = errors.Join(errs...)
+		done <- res
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-cctx.Done():
+		cancel()
+		sl.fail(r, fmt.Errorf("collection timed out after %s", r.opts.Timeout), r.opts.Now().Sub(start))
+		return
+	}
+	cancel()
+	dur := r.opts.Now().Sub(start)
+	if errors.Is(res.err, ErrNoDevices) {
+		res.err = nil
+	}
+	sl.mu.Lock()
+	// A failed collection keeps the samples it emitted; what it could not read is
+	// absent, so nothing stale is served as if it were fresh.
+	if sl.health != nil {
+		sl.fast = res.fast
+	}
+	if full {
+		sl.full = res.full
+	}
+	sl.status.Duration = dur
+	sl.status.Samples = len(sl.full) + len(sl.fast)
+	sl.mu.Unlock()
+	if res.err != nil {
+		sl.fail(r, res.err, dur)
+		return
+	}
+	sl.mu.Lock()
+	sl.status.Up = true
+	sl.status.Err = ""
+	sl.status.LastSuccess = start
+	sl.reported = ""
+	sl.mu.Unlock()
+}
+
+// fail records a failed collection and logs each distinct error once.
+func (sl *slot) fail(r *Runner, err error, dur time.Duration) {
+	sl.mu.Lock()
+	sl.status.Up = false
+	sl.status.Err = err.Error()
+	sl.status.Errors++
+	if dur > 0 {
+		sl.status.Duration = dur
+	}
+	logIt := sl.reported != sl.status.Err
+	sl.reported = sl.status.Err
+	sl.mu.Unlock()
+	if logIt {
+		r.opts.Logger.Warn("source failed", telemetry.LabelSource, sl.src.Name(), "err", err)
+	}
+}
