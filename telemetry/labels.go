@@ -65,6 +65,7 @@ const (
 	LabelNVSwitch      = "nvswitch"     // NVSwitch index on the node
 	LabelIBDevice      = "ib_device"    // InfiniBand HCA, "mlx5_0"
 	LabelIBPort        = "ib_port"      // InfiniBand port number, "1"
+	LabelCounter       = "counter"      // a hardware counter's file name, "out_of_buffer" (mlx5 hw_counters)
 
 	// Health.
 	LabelXid       = "xid"
@@ -103,7 +104,7 @@ var labelKeys = []string{
 	LabelGPUUUID, LabelGPUIndex, LabelPeerGPUIndex, LabelPCIBusID, LabelModel,
 	LabelDriverVersion, LabelVBIOSVersion, LabelSerial, LabelMIGProfile, LabelMIGInstance,
 	LabelLink, LabelLinkType, LabelNVLinkCount, LabelRail, LabelNVSwitch, LabelIBDevice,
-	LabelIBPort,
+	LabelIBPort, LabelCounter,
 	LabelXid, LabelCondition, LabelSeverity, LabelAction, LabelState, LabelTarget,
 	LabelSource, LabelVersion, LabelRevision, LabelGoVersion,
 	LabelJobID, LabelAccount, LabelUser, LabelPartition, LabelQueue, LabelPod,

@@ -207,6 +207,8 @@ const (
 	MetricIBLocalLinkIntegrityErrorsTotal     = "gpuwatch_infiniband_local_link_integrity_errors_total"
 	MetricIBExcessiveBufferOverrunErrorsTotal = "gpuwatch_infiniband_excessive_buffer_overrun_errors_total"
 	MetricIBRemotePhysicalErrorsTotal         = "gpuwatch_infiniband_remote_physical_errors_received_total"
+	// mlx5 hw_counters (RDMA transport and congestion counters), one series per file.
+	MetricIBHWCounterTotal = "gpuwatch_infiniband_hw_counter_total"
 
 	// Topology, as info series (value 1).
 	MetricTopologyNodeInfo    = "gpuwatch_topology_node_info"
@@ -397,6 +399,8 @@ var catalog = []MetricDesc{
 	own(MetricIBLocalLinkIntegrityErrorsTotal, MetricCounter, "", SourceInfiniBand, "Number of times the local physical errors exceeded the threshold (local_link_integrity_errors).", ibLabels...),
 	own(MetricIBExcessiveBufferOverrunErrorsTotal, MetricCounter, "", SourceInfiniBand, "Number of times buffer overrun errors exceeded the threshold (excessive_buffer_overrun_errors).", ibLabels...),
 	own(MetricIBRemotePhysicalErrorsTotal, MetricCounter, "", SourceInfiniBand, "Number of packets received marked with the EBP delimiter (port_rcv_remote_physical_errors).", ibLabels...),
+	own(MetricIBHWCounterTotal, MetricCounter, "", SourceInfiniBand, "Value of an mlx5 hw_counters file of the port (RDMA transport and congestion counters: out_of_buffer, local_ack_timeout_err, np_cnp_sent, …); the counter label is the file name.",
+		LabelNode, LabelIBDevice, LabelIBPort, LabelCounter),
 
 	// Topology.
 	own(MetricTopologyNodeInfo, MetricGauge, "", SourceTopology, "Where the node sits in the fleet; value is always 1.",

@@ -175,20 +175,85 @@ func (t *NodeTopology) WorstLink(gpus []int) (worst GPULink, ok bool) {
 	return worst, ok
 }
 
-// Rail returns the NIC on GPU gpu's rail: the closest NIC by PCIe distance; on a tie,
-// the NIC whose device name sorts first. ok is false when no NIC distance is known for
-// the GPU.
+// Rail returns the NIC on GPU gpu's rail: the closest NIC by PCIe distance. When
+// several NICs behind the GPU's PCIe switches are equally close, the GPUs sharing them
+// take them in index order (natural name order for the NICs); further away, the first
+// NIC in natural name order. ok is false when no NIC distance is known for the GPU.
 func (t *NodeTopology) Rail(gpu int) (best NICLink, ok bool) {
+	cands, rank := t.closestNICs(gpu)
+	if len(cands) == 0 {
+		return NICLink{}, false
+	}
+	if len(cands) == 1 || rank < pcieRank[LinkPXB] {
+		// One closest NIC, or none behind the GPU's own PCIe switches: the first.
+		return cands[0], true
+	}
+	// Several NICs equally close (p5: four per PCIe switch; NDv4: two GPUs and two
+	// NICs per switch): the GPUs that share exactly this set of closest NICs take
+	// them in order, GPU rank k getting NIC k, so two GPUs of a switch get two rails.
+	var peers []int
+	for _, g := range t.GPUs {
+		c, r := t.closestNICs(g.Index)
+		if r == rank && sameNICs(c, cands) {
+			peers = append(peers, g.Index)
+		}
+	}
+	slices.Sort(peers)
+	k := max(slices.Index(peers, gpu), 0)
+	return cands[k%len(cands)], true
+}
+
+// closestNICs returns the NIC links of gpu at the best PCIe distance, in natural
+// name order (mlx5_2 before mlx5_10), and that distance's rank.
+func (t *NodeTopology) closestNICs(gpu int) ([]NICLink, int) {
+	rank := -1
+	var out []NICLink
 	for _, l := range t.NICLinks {
 		if l.GPU != gpu {
 			continue
 		}
-		if !ok || pcieRank[l.Type] > pcieRank[best.Type] ||
-			pcieRank[l.Type] == pcieRank[best.Type] && l.NIC < best.NIC {
-			best, ok = l, true
+		switch r := pcieRank[l.Type]; {
+		case r > rank:
+			rank, out = r, []NICLink{l}
+		case r == rank:
+			out = append(out, l)
 		}
 	}
-	return best, ok
+	slices.SortFunc(out, func(a, b NICLink) int { return naturalCompare(a.NIC, b.NIC) })
+	return out, rank
+}
+
+func sameNICs(a, b []NICLink) bool {
+	return slices.EqualFunc(a, b, func(x, y NICLink) bool { return x.NIC == y.NIC })
+}
+
+// naturalCompare orders names by their text and then by a trailing number, so that
+// mlx5_2 comes before mlx5_10.
+func naturalCompare(a, b string) int {
+	ta, na := splitTrailingNumber(a)
+	tb, nb := splitTrailingNumber(b)
+	if c := cmp.Compare(ta, tb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(na, nb); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+func splitTrailingNumber(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	if i == len(s) || len(s)-i > 9 {
+		return s, -1
+	}
+	n := 0
+	for _, c := range s[i:] {
+		n = n*10 + int(c-'0')
+	}
+	return s[:i], n
 }
 
 // LinksByQuality returns the node's GPU links best first; equal links keep GPU index

@@ -503,3 +503,23 @@ func TestHierarchyJSON(t *testing.T) {
 		t.Errorf("empty hierarchy json = %s", b)
 	}
 }
+
+// TestRailSpreadsSharedSwitch: two GPUs and two NICs behind one PCIe switch (Azure
+// NDv4) get one rail each; one GPU with four NICs (AWS p5) gets the first in natural
+// name order.
+func TestRailSpreadsSharedSwitch(t *testing.T) {
+	topo := &NodeTopology{Node: "n", GPUs: []TopologyGPU{{Index: 0}, {Index: 1}, {Index: 2}}}
+	for g := range 2 {
+		for _, nic := range []string{"mlx5_1", "mlx5_0"} {
+			topo.NICLinks = append(topo.NICLinks, NICLink{GPU: g, NIC: nic, Type: LinkPIX})
+		}
+	}
+	for _, nic := range []string{"mlx5_10", "mlx5_9", "mlx5_11", "mlx5_8"} {
+		topo.NICLinks = append(topo.NICLinks, NICLink{GPU: 2, NIC: nic, Type: LinkPIX})
+	}
+	for g, want := range []string{"mlx5_0", "mlx5_1", "mlx5_8"} {
+		if r, ok := topo.Rail(g); !ok || r.NIC != want {
+			t.Errorf("Rail(%d) = %v, %v; want %s", g, r, ok, want)
+		}
+	}
+}

@@ -1,0 +1,360 @@
+package infiniband
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/gpuwatch/gpuwatch/collector"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// Options configures the source. The zero value reads every device under /sys.
+type Options struct {
+	// SysfsRoot is the directory that stands for /sys ("/sys" when empty); the
+	// source reads <SysfsRoot>/class/infiniband.
+	SysfsRoot string
+	// DeviceInclude, when not empty, is a regular expression a device name must
+	// match to be read; DeviceExclude one it must not match. Both are unanchored,
+	// like node_exporter's --collector.infiniband.device-include/-exclude. An
+	// excluded device is never opened.
+	DeviceInclude string
+	DeviceExclude string
+}
+
+// Source reads InfiniBand ports from sysfs. Collect and CollectHealth keep no state
+// between calls and may run concurrently with each other.
+type Source struct {
+	classDir         string // <SysfsRoot>/class/infiniband
+	include, exclude *regexp.Regexp
+}
+
+var (
+	_ collector.Source          = (*Source)(nil)
+	_ collector.HealthCollector = (*Source)(nil)
+)
+
+// New returns the source. The error names a device pattern that does not compile.
+func New(opts Options) (*Source, error) {
+	root := opts.SysfsRoot
+	if root == "" {
+		root = "/sys"
+	}
+	s := &Source{classDir: filepath.Join(root, "class", "infiniband")}
+	var err error
+	if opts.DeviceInclude != "" {
+		if s.include, err = regexp.Compile(opts.DeviceInclude); err != nil {
+			return nil, fmt.Errorf("infiniband: device include pattern: %w", err)
+		}
+	}
+	if opts.DeviceExclude != "" {
+		if s.exclude, err = regexp.Compile(opts.DeviceExclude); err != nil {
+			return nil, fmt.Errorf("infiniband: device exclude pattern: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Name returns "infiniband".
+func (s *Source) Name() string { return string(telemetry.SourceInfiniBand) }
+
+// counterFile is one file of a port's counters/ directory and the series it feeds.
+type counterFile struct {
+	file   string
+	metric string
+	scale  uint64 // 4 for the data counters (4-byte words), else 1
+	family telemetry.MetricFamily
+}
+
+// healthCounters are the error counters read on the health schedule.
+var healthCounters = []counterFile{
+	{"link_downed", telemetry.NodeIBLinkDownedTotal, 1, telemetry.FamilyNodeExporter},
+	{"link_error_recovery", telemetry.NodeIBLinkErrorRecoveryTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_rcv_errors", telemetry.NodeIBPortErrorsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_rcv_discards", telemetry.NodeIBPortDiscardsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_xmit_discards", telemetry.NodeIBPortDiscardsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_rcv_constraint_errors", telemetry.NodeIBPortConstraintErrorsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_xmit_constraint_errors", telemetry.NodeIBPortConstraintErrorsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"symbol_error", telemetry.MetricIBSymbolErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"local_link_integrity_errors", telemetry.MetricIBLocalLinkIntegrityErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"excessive_buffer_overrun_errors", telemetry.MetricIBExcessiveBufferOverrunErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"port_rcv_remote_physical_errors", telemetry.MetricIBRemotePhysicalErrorsTotal, 1, telemetry.FamilyGPUWatch},
+}
+
+// trafficCounters are the data and packet counters read on the full schedule.
+var trafficCounters = []counterFile{
+	{"port_rcv_data", telemetry.NodeIBPortDataReceivedBytesTotal, 4, telemetry.FamilyNodeExporter},
+	{"port_xmit_data", telemetry.NodeIBPortDataTransmittedBytesTotal, 4, telemetry.FamilyNodeExporter},
+	{"port_rcv_packets", telemetry.NodeIBPortPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_xmit_packets", telemetry.NodeIBPortPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"unicast_rcv_packets", telemetry.NodeIBUnicastPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"unicast_xmit_packets", telemetry.NodeIBUnicastPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"multicast_rcv_packets", telemetry.NodeIBMulticastPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"multicast_xmit_packets", telemetry.NodeIBMulticastPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"port_xmit_wait", telemetry.NodeIBPortTransmitWaitTotal, 1, telemetry.FamilyNodeExporter},
+}
+
+// hwCounterSkip are hw_counters files that are settings, not counters: lifespan is
+// the counters' refresh period in milliseconds.
+var hwCounterSkip = map[string]bool{"lifespan": true}
+
+// reader reads one collection's files with a shared buffer and gathers the errors.
+type reader struct {
+	buf  [256]byte
+	errs []error
+}
+
+// maxErrors bounds the errors one collection reports; the rest are counted.
+const maxErrors = 16
+
+func (r *reader) fail(err error) {
+	r.errs = append(r.errs, err)
+}
+
+func (r *reader) err() error {
+	if len(r.errs) <= maxErrors {
+		return errors.Join(r.errs...)
+	}
+	more := fmt.Errorf("infiniband: %d more errors", len(r.errs)-maxErrors)
+	return errors.Join(append(r.errs[:maxErrors:maxErrors], more)...)
+}
+
+// read returns the content of a small sysfs file, or ok=false when the file is
+// absent or the driver does not support it (ENOENT, EINVAL, EOPNOTSUPP, ENODATA),
+// or after recording an error naming the file. The slice is valid until the next
+// read.
+func (r *reader) read(path string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		if !benign(err) {
+			r.fail(err)
+		}
+		return nil, false
+	}
+	defer f.Close()
+	n, err := io.ReadFull(f, r.buf[:])
+	switch {
+	case err == nil:
+		r.fail(fmt.Errorf("read %s: more than %d bytes", path, len(r.buf)))
+		return nil, false
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return r.buf[:n], true
+	case benign(err):
+		return nil, false
+	}
+	r.fail(err) // *PathError names the file
+	return nil, false
+}
+
+// benign reports whether err means "this attribute is not there" rather than a
+// failure: sysfs answers EINVAL or EOPNOTSUPP for counters a port cannot provide.
+func benign(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EINVAL) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODATA)
+}
+
+// device is one HCA and its port numbers.
+type device struct {
+	name  string
+	dir   string
+	ports []port
+}
+
+type port struct {
+	num string // decimal, as the directory is named
+	dir string
+}
+
+// devices lists the devices that pass the filters, sorted, and each one's ports,
+// sorted numerically. It opens nothing inside an excluded device. It returns
+// collector.ErrNoDevices when there is no InfiniBand class directory or no device
+// passes.
+func (s *Source) devices(r *reader) ([]device, error) {
+	entries, err := os.ReadDir(s.classDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, collector.ErrNoDevices
+	}
+	if err != nil {
+		return nil, fmt.Errorf("infiniband: %w", err)
+	}
+	var out []device
+	for _, e := range entries {
+		name := e.Name()
+		if s.include != nil && !s.include.MatchString(name) || s.exclude != nil && s.exclude.MatchString(name) {
+			continue
+		}
+		d := device{name: name, dir: filepath.Join(s.classDir, name)}
+		portsDir := filepath.Join(d.dir, "ports")
+		pes, err := os.ReadDir(portsDir)
+		if err != nil {
+			r.fail(fmt.Errorf("infiniband %s: list ports: %w", name, err))
+		}
+		for _, pe := range pes {
+			if _, err := strconv.ParseUint(pe.Name(), 10, 16); err != nil {
+				r.fail(fmt.Errorf("infiniband %s: unexpected port directory %q", name, filepath.Join(portsDir, pe.Name())))
+				continue
+			}
+			d.ports = append(d.ports, port{num: pe.Name(), dir: filepath.Join(portsDir, pe.Name())})
+		}
+		slices.SortFunc(d.ports, func(a, b port) int {
+			x, _ := strconv.Atoi(a.num)
+			y, _ := strconv.Atoi(b.num)
+			return x - y
+		})
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, collector.ErrNoDevices
+	}
+	return out, nil
+}
+
+// portLabels returns the label sets of a port for each family.
+func portLabels(dev, port string) (nodeExp, own telemetry.Labels) {
+	return telemetry.NewLabels("device", dev, "port", port),
+		telemetry.NewLabels(telemetry.LabelIBDevice, dev, telemetry.LabelIBPort, port)
+}
+
+// CollectHealth emits each port's state, physical state and rate and its error
+// counters.
+func (s *Source) CollectHealth(ctx context.Context, emit func(telemetry.Sample)) error {
+	r := &reader{}
+	devs, err := s.devices(r)
+	if err != nil {
+		return err
+	}
+	for _, d := range devs {
+		if err := ctx.Err(); err != nil {
+			r.fail(fmt.Errorf("infiniband: %w", err))
+			break
+		}
+		for _, p := range d.ports {
+			ne, own := portLabels(d.name, p.num)
+			for _, f := range [...]struct {
+				file, metric string
+			}{
+				{"state", telemetry.NodeIBStateID},
+				{"phys_state", telemetry.NodeIBPhysicalStateID},
+			} {
+				path := filepath.Join(p.dir, f.file)
+				if b, ok := r.read(path); ok {
+					if v, err := parseState(b); err != nil {
+						r.fail(fmt.Errorf("read %s: %w", path, err))
+					} else {
+						emit(telemetry.Sample{Name: f.metric, Labels: ne, Value: float64(v)})
+					}
+				}
+			}
+			path := filepath.Join(p.dir, "rate")
+			if b, ok := r.read(path); ok {
+				if v, err := parseRate(b); err != nil {
+					r.fail(fmt.Errorf("read %s: %w", path, err))
+				} else {
+					emit(telemetry.Sample{Name: telemetry.NodeIBRateBytesPerSecond, Labels: ne, Value: v})
+				}
+			}
+			r.counters(p.dir, healthCounters, ne, own, emit)
+		}
+	}
+	return r.err()
+}
+
+// Collect emits each device's info series, each port's traffic counters and its
+// hw_counters.
+func (s *Source) Collect(ctx context.Context, emit func(telemetry.Sample)) error {
+	r := &reader{}
+	devs, err := s.devices(r)
+	if err != nil {
+		return err
+	}
+	for _, d := range devs {
+		if err := ctx.Err(); err != nil {
+			r.fail(fmt.Errorf("infiniband: %w", err))
+			break
+		}
+		// node_infiniband_info: an unreadable attribute leaves its label empty, as
+		// procfs does for a missing board_id or hca_type.
+		var attrs [3]string
+		for i, f := range [...]string{"board_id", "fw_ver", "hca_type"} {
+			if b, ok := r.read(filepath.Join(d.dir, f)); ok {
+				attrs[i] = string(trim(b))
+			}
+		}
+		emit(telemetry.Sample{Name: telemetry.NodeIBInfo, Value: 1, Labels: telemetry.NewLabels(
+			"board_id", attrs[0], "device", d.name, "firmware_version", attrs[1], "hca_type", attrs[2])})
+		for _, p := range d.ports {
+			ne, own := portLabels(d.name, p.num)
+			r.counters(p.dir, trafficCounters, ne, own, emit)
+			r.hwCounters(d.name, p, emit)
+		}
+	}
+	return r.err()
+}
+
+// counters reads the given files of a port's counters/ directory.
+func (r *reader) counters(portDir string, files []counterFile, ne, own telemetry.Labels, emit func(telemetry.Sample)) {
+	dir := filepath.Join(portDir, "counters")
+	for _, c := range files {
+		path := filepath.Join(dir, c.file)
+		b, ok := r.read(path)
+		if !ok {
+			continue
+		}
+		v, err := parseCounter(b)
+		if errors.Is(err, errNotAvailable) {
+			continue
+		}
+		if err != nil {
+			r.fail(fmt.Errorf("read %s: %w", path, err))
+			continue
+		}
+		ls := ne
+		if c.family == telemetry.FamilyGPUWatch {
+			ls = own
+		}
+		// Multiply in uint64, wrapping like procfs, then convert.
+		emit(telemetry.Sample{Name: c.metric, Labels: ls, Value: float64(v * c.scale)})
+	}
+}
+
+// hwCounters reads every file of a port's hw_counters/ directory (mlx5 and other
+// drivers with rdma_hw_stats).
+func (r *reader) hwCounters(dev string, p port, emit func(telemetry.Sample)) {
+	dir := filepath.Join(p.dir, "hw_counters")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !benign(err) {
+			r.fail(fmt.Errorf("infiniband %s port %s: list hw_counters: %w", dev, p.num, err))
+		}
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if hwCounterSkip[name] || e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		b, ok := r.read(path)
+		if !ok {
+			continue
+		}
+		v, err := parseCounter(b)
+		if errors.Is(err, errNotAvailable) {
+			continue
+		}
+		if err != nil {
+			r.fail(fmt.Errorf("read %s: %w", path, err))
+			continue
+		}
+		emit(telemetry.Sample{Name: telemetry.MetricIBHWCounterTotal, Value: float64(v), Labels: telemetry.NewLabels(
+			telemetry.LabelIBDevice, dev, telemetry.LabelIBPort, p.num, telemetry.LabelCounter, name)})
+	}
+}
