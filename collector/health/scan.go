@@ -1,0 +1,608 @@
+package health
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/collector"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// gpuCycle holds one GPU's gauges of the current cycle; NaN is "not reported".
+type gpuCycle struct {
+	seen                        bool
+	lost, recovery              float64
+	remapPending, remapFailure  float64
+	retiredPending, remappedUnc float64
+	retiredSBE, retiredDBE      float64
+	genCur, genMax              float64
+	widthCur, widthMax          float64
+	util, procs, reasons        float64
+	volReset                    bool
+}
+
+var nan = math.NaN()
+
+func (g *gpuCycle) reset() {
+	*g = gpuCycle{lost: nan, recovery: nan, remapPending: nan, remapFailure: nan,
+		retiredPending: nan, remappedUnc: nan, retiredSBE: nan, retiredDBE: nan,
+		genCur: nan, genMax: nan, widthCur: nan, widthMax: nan, util: nan, procs: nan, reasons: nan}
+}
+
+// portCycle holds one InfiniBand port's gauges of the current cycle.
+type portCycle struct {
+	seen              bool
+	state, phys, rate float64
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// labelInt reads an index label; -1 when absent or not a small non-negative number.
+func labelInt(ls telemetry.Labels, name string) int {
+	v := ls.Get(name)
+	if v == "" || len(v) > 4 {
+		return -1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// gpuOf returns the scratch of the sample's GPU, or nil for a sample without a
+// usable gpu_index.
+func (e *Engine) gpuOf(s *telemetry.Sample) (int, *gpuCycle) {
+	i := labelInt(s.Labels, telemetry.LabelGPUIndex)
+	if i < 0 || i > maxGPUIndex {
+		return -1, nil
+	}
+	for len(e.gcyc) <= i {
+		var g gpuCycle
+		g.reset()
+		e.gcyc = append(e.gcyc, g)
+	}
+	g := &e.gcyc[i]
+	g.seen = true
+	return i, g
+}
+
+// portOf returns the scratch of an InfiniBand sample's port. node_exporter's series
+// label it device/port, gpuwatch's ib_device/ib_port.
+func (e *Engine) portOf(s *telemetry.Sample, devLabel, portLabel string) (portKey, *portCycle) {
+	k := portKey{dev: s.Labels.Get(devLabel), port: labelInt(s.Labels, portLabel)}
+	if k.dev == "" || k.port < 1 {
+		return k, nil
+	}
+	p := e.pcyc[k]
+	if p == nil {
+		p = &portCycle{}
+		e.pcyc[k] = p
+	}
+	if !p.seen {
+		*p = portCycle{seen: true, state: nan, phys: nan, rate: nan}
+	}
+	return k, p
+}
+
+// count feeds a counter sample to its series' memory.
+func (e *Engine) count(k seriesKey, s *telemetry.Sample, now time.Time, window time.Duration) counterStep {
+	if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) || s.Value < 0 {
+		return counterStep{} // a counter has no such value: ignore the reading
+	}
+	c := e.counters[k]
+	isNew := c == nil
+	if isNew {
+		c = &counter{}
+		e.counters[k] = c
+		e.dirty = true
+	}
+	if c.seen == e.cycle {
+		// The same series from two sources in one cycle: judge it once.
+		return counterStep{}
+	}
+	c.seen = e.cycle
+	return c.observe(now, s.Value, window, isNew)
+}
+
+// scan reads every sample once: counters are stepped, gauges collected into the
+// per-GPU and per-port scratch, per-link and per-port rate rules judged at once.
+func (e *Engine) scan(snap *collector.Snapshot, now time.Time) {
+	for i := range e.gcyc {
+		e.gcyc[i].reset()
+	}
+	for _, p := range e.pcyc {
+		p.seen = false
+	}
+	r := &e.rules
+	for i := range snap.Samples {
+		s := &snap.Samples[i]
+		switch s.Name {
+		// GPU gauges.
+		case telemetry.MetricGPULost:
+			if _, g := e.gpuOf(s); g != nil {
+				g.lost = s.Value
+			}
+		case telemetry.DCGMGPURecoveryAction:
+			if _, g := e.gpuOf(s); g != nil {
+				g.recovery = s.Value
+			}
+		case telemetry.DCGMRowRemapPending:
+			if _, g := e.gpuOf(s); g != nil {
+				g.remapPending = s.Value
+			}
+		case telemetry.DCGMRowRemapFailure:
+			if _, g := e.gpuOf(s); g != nil {
+				g.remapFailure = s.Value
+			}
+		case telemetry.DCGMRetiredPending:
+			if _, g := e.gpuOf(s); g != nil {
+				g.retiredPending = s.Value
+			}
+		case telemetry.DCGMUncorrectableRemappedRows:
+			if _, g := e.gpuOf(s); g != nil {
+				g.remappedUnc = s.Value
+			}
+		case telemetry.DCGMPCIeLinkGen:
+			if _, g := e.gpuOf(s); g != nil {
+				g.genCur = s.Value
+			}
+		case telemetry.DCGMPCIeMaxLinkGen:
+			if _, g := e.gpuOf(s); g != nil {
+				g.genMax = s.Value
+			}
+		case telemetry.DCGMPCIeLinkWidth:
+			if _, g := e.gpuOf(s); g != nil {
+				g.widthCur = s.Value
+			}
+		case telemetry.DCGMPCIeMaxLinkWidth:
+			if _, g := e.gpuOf(s); g != nil {
+				g.widthMax = s.Value
+			}
+		case telemetry.DCGMGPUUtil:
+			if _, g := e.gpuOf(s); g != nil {
+				g.util = s.Value
+			}
+		case telemetry.MetricGPUProcesses:
+			if _, g := e.gpuOf(s); g != nil {
+				g.procs = s.Value
+			}
+		case telemetry.DCGMClockThrottleReasons:
+			if _, g := e.gpuOf(s); g != nil {
+				g.reasons = s.Value
+			}
+
+		// GPU counters.
+		case telemetry.DCGMRetiredSBE, telemetry.DCGMRetiredDBE:
+			if idx, g := e.gpuOf(s); g != nil {
+				if s.Name == telemetry.DCGMRetiredSBE {
+					g.retiredSBE = s.Value
+				} else {
+					g.retiredDBE = s.Value
+				}
+				st := e.count(seriesKey{s.Name, idx, -1, "", -1}, s, now, r.ClearAfter)
+				if st.delta > 0 {
+					e.observe(e.cond(telemetry.ConditionRetiredPages, e.gpuTarget(idx), telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("%g new pages retired (%s), %g since baseline", st.delta, s.Name, st.sinceBase), "counter", s.Name, "delta", fmtF(st.delta), "since_baseline", fmtF(st.sinceBase), "rule", "retired_pages_delta"), policyQuiet)
+				}
+			}
+		case telemetry.DCGMECCDBEVolTotal, telemetry.DCGMECCDBEAggTotal:
+			if idx, g := e.gpuOf(s); g != nil {
+				st := e.count(seriesKey{s.Name, idx, -1, "", -1}, s, now, r.ClearAfter)
+				if st.reset && s.Name == telemetry.DCGMECCDBEVolTotal {
+					g.volReset = true
+				}
+				if st.delta > 0 {
+					gs := e.gpu(idx)
+					if gs.dbe == nil {
+						gs.dbe = &dbeEvent{At: now, Counter: s.Name, Delta: st.delta}
+						e.dirty = true
+					}
+				}
+			}
+		case telemetry.DCGMECCSBEVolTotal:
+			if idx, g := e.gpuOf(s); g != nil {
+				st := e.count(seriesKey{s.Name, idx, -1, "", -1}, s, now, time.Hour)
+				if st.reset {
+					g.volReset = true
+				}
+				if st.winDelta > r.SBEPerHour {
+					e.observe(e.cond(telemetry.ConditionECCSBERate, e.gpuTarget(idx), telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("%g single-bit ECC errors in %s (threshold %g/h)", st.winDelta, roundDur(st.winSpan), r.SBEPerHour), "counter", s.Name, "delta", fmtF(st.winDelta), "window", roundDur(st.winSpan).String(), "threshold", fmtF(r.SBEPerHour), "rule", "sbe_per_hour"), policyQuiet)
+				}
+			}
+		case telemetry.DCGMPCIeReplayCounter:
+			if idx, g := e.gpuOf(s); g != nil {
+				st := e.count(seriesKey{s.Name, idx, -1, "", -1}, s, now, r.PCIeWindow)
+				if st.winDelta > r.PCIeReplayDelta {
+					e.observe(e.cond(telemetry.ConditionPCIeReplay, e.gpuTarget(idx), telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("%g PCIe replays in %s (threshold %g)", st.winDelta, roundDur(st.winSpan), r.PCIeReplayDelta), "counter", s.Name, "delta", fmtF(st.winDelta), "window", roundDur(st.winSpan).String(), "threshold", fmtF(r.PCIeReplayDelta), "rule", "pcie_replay_delta"), policyQuiet)
+				}
+			}
+		case telemetry.DCGMThermalViolation, telemetry.DCGMPowerViolation:
+			if idx, g := e.gpuOf(s); g != nil {
+				st := e.count(seriesKey{s.Name, idx, -1, "", -1}, s, now, r.ThrottleWindow)
+				if st.winSpan < r.ThrottleWindow/10 || st.winSpan <= 0 {
+					break
+				}
+				share := st.winDelta / float64(st.winSpan.Nanoseconds())
+				kind, sev, limit, rule := telemetry.ConditionThermalThrottle, telemetry.SeverityWarning, r.ThermalFraction, "thermal_fraction"
+				if s.Name == telemetry.DCGMPowerViolation {
+					kind, sev, limit, rule = telemetry.ConditionPowerThrottle, telemetry.SeverityInfo, r.PowerFraction, "power_fraction"
+				}
+				if share > limit {
+					e.observe(e.cond(kind, e.gpuTarget(idx), sev, telemetry.ActionNone, fmt.Sprintf("throttled %.0f%% of the last %s (threshold %.0f%%)", 100*share, roundDur(st.winSpan), 100*limit), "counter", s.Name, "share", fmtF(share), "window", roundDur(st.winSpan).String(), "threshold", fmtF(limit), "rule", rule), policyQuiet)
+				}
+			}
+
+		// NVLink, per link.
+		case telemetry.MetricNVLinkUp:
+			e.judgeNVLinkUp(s)
+		case telemetry.MetricNVLinkCRCFlitErrorsTotal, telemetry.MetricNVLinkCRCDataErrorsTotal,
+			telemetry.MetricNVLinkReplayErrorsTotal, telemetry.MetricNVLinkRecoveryErrorsTotal:
+			idx, g := e.gpuOf(s)
+			link := labelInt(s.Labels, telemetry.LabelLink)
+			if g == nil || link < 0 {
+				break
+			}
+			st := e.count(seriesKey{s.Name, idx, link, "", -1}, s, now, r.NVLinkWindow)
+			limit := r.NVLinkCRCDelta
+			switch s.Name {
+			case telemetry.MetricNVLinkReplayErrorsTotal:
+				limit = r.NVLinkReplayDelta
+			case telemetry.MetricNVLinkRecoveryErrorsTotal:
+				limit = r.NVLinkRecoveryDelta
+			}
+			if limit >= 0 && st.winDelta >= limit && st.winDelta > 0 {
+				e.observe(e.cond(telemetry.ConditionNVLinkErrors, e.linkTarget(idx, link), telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("%g new %s in %s (threshold %g)", st.winDelta, s.Name, roundDur(st.winSpan), limit), "counter", s.Name, "delta", fmtF(st.winDelta), "window", roundDur(st.winSpan).String(), "threshold", fmtF(limit), "rule", "nvlink_error_delta"), policyQuiet)
+			}
+
+		// InfiniBand.
+		case telemetry.NodeIBStateID:
+			if _, p := e.portOf(s, "device", "port"); p != nil {
+				p.state = s.Value
+			}
+		case telemetry.NodeIBPhysicalStateID:
+			if _, p := e.portOf(s, "device", "port"); p != nil {
+				p.phys = s.Value
+			}
+		case telemetry.NodeIBRateBytesPerSecond:
+			if _, p := e.portOf(s, "device", "port"); p != nil {
+				p.rate = s.Value
+			}
+		case telemetry.NodeIBLinkDownedTotal:
+			k, p := e.portOf(s, "device", "port")
+			if p == nil {
+				break
+			}
+			st := e.count(seriesKey{s.Name, -1, -1, k.dev, k.port}, s, now, r.IBFlapWindow)
+			if st.delta > 0 {
+				e.flaps[k] = append(e.flaps[k], now)
+				e.dirty = true
+			}
+		case telemetry.NodeIBPortErrorsReceivedTotal, telemetry.NodeIBLinkErrorRecoveryTotal:
+			k, p := e.portOf(s, "device", "port")
+			if p != nil {
+				e.judgeIBCounter(k, s, now)
+			}
+		case telemetry.MetricIBSymbolErrorsTotal, telemetry.MetricIBLocalLinkIntegrityErrorsTotal,
+			telemetry.MetricIBExcessiveBufferOverrunErrorsTotal, telemetry.MetricIBRemotePhysicalErrorsTotal:
+			k, p := e.portOf(s, telemetry.LabelIBDevice, telemetry.LabelIBPort)
+			if p != nil {
+				e.judgeIBCounter(k, s, now)
+			}
+		}
+	}
+}
+
+func (e *Engine) linkTarget(gpu, link int) telemetry.Target {
+	return telemetry.NVLinkTarget(telemetry.NVLinkID{GPU: telemetry.GPUID{Node: e.node, Index: gpu}, Link: link})
+}
+
+func (e *Engine) portTarget(k portKey) telemetry.Target {
+	return telemetry.IBPortTarget(telemetry.IBPortID{Node: e.node, Device: k.dev, Port: k.port})
+}
+
+// judgeNVLinkUp: a link that was up when first seen (its baseline) and is down now.
+// A link never seen up is not judged: products and partitions leave links unused.
+func (e *Engine) judgeNVLinkUp(s *telemetry.Sample) {
+	idx, g := e.gpuOf(s)
+	link := labelInt(s.Labels, telemetry.LabelLink)
+	if g == nil || link < 0 || math.IsNaN(s.Value) {
+		return
+	}
+	k := seriesKey{s.Name, idx, link, "", -1}
+	base, ok := e.gauges[k]
+	if !ok || (base != 1 && s.Value == 1) {
+		// First sight, or a link that came up later: up is its baseline now.
+		e.gauges[k] = s.Value
+		e.dirty = true
+		base = s.Value
+	}
+	t := e.linkTarget(idx, link)
+	if base == 1 && s.Value != 1 {
+		e.observe(e.cond(telemetry.ConditionNVLinkDown, t, telemetry.SeverityCritical, telemetry.ActionResetGPU, fmt.Sprintf("NVLink %d of GPU %d is down; it was up at baseline", link, idx), "series", s.Name, "value", fmtF(s.Value), "baseline", "1", "rule", "nvlink_up_at_baseline"), policyState)
+		return
+	}
+	e.good(telemetry.ConditionNVLinkDown, t)
+}
+
+// judgeIBCounter applies the error-delta rule to one InfiniBand error counter.
+func (e *Engine) judgeIBCounter(k portKey, s *telemetry.Sample, now time.Time) {
+	r := &e.rules
+	st := e.count(seriesKey{s.Name, -1, -1, k.dev, k.port}, s, now, r.IBWindow)
+	limit := r.IBErrorDelta
+	if s.Name == telemetry.NodeIBLinkErrorRecoveryTotal {
+		limit = r.IBRecoveryDelta
+	}
+	if limit >= 0 && st.winDelta > limit {
+		e.observe(e.cond(telemetry.ConditionIBErrors, e.portTarget(k), telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("%g new %s on %s port %d in %s (threshold %g)", st.winDelta, s.Name, k.dev, k.port, roundDur(st.winSpan), limit), "counter", s.Name, "delta", fmtF(st.winDelta), "window", roundDur(st.winSpan).String(), "threshold", fmtF(limit), "rule", "ib_error_delta"), policyQuiet)
+	}
+}
+
+// judgePorts applies the state, rate and flap rules to every InfiniBand port.
+func (e *Engine) judgePorts(now time.Time) {
+	r := &e.rules
+	for k, p := range e.pcyc {
+		t := e.portTarget(k)
+		if p.seen && p.state == p.state && p.phys == p.phys {
+			up := p.state == 4 && p.phys == 5
+			bk := seriesKey{telemetry.NodeIBStateID, -1, -1, k.dev, k.port}
+			base, ok := e.gauges[bk]
+			if !ok || (base != 1 && up) {
+				base = b2f(up)
+				e.gauges[bk] = base
+				e.dirty = true
+			}
+			if base == 1 && !up {
+				e.observe(e.cond(telemetry.ConditionIBDown, t, telemetry.SeverityCritical, telemetry.ActionCheckMechanicals, fmt.Sprintf("%s port %d is %s/%s, was ACTIVE/LinkUp at baseline", k.dev, k.port, ibState(p.state), ibPhys(p.phys)), "state_id", fmtF(p.state), "physical_state_id", fmtF(p.phys), "rule", "ib_up_at_baseline"), policyState)
+			} else {
+				e.good(telemetry.ConditionIBDown, t)
+			}
+		}
+		if p.seen && p.rate == p.rate && p.rate > 0 {
+			rk := seriesKey{telemetry.NodeIBRateBytesPerSecond, -1, -1, k.dev, k.port}
+			base, ok := e.gauges[rk]
+			if !ok || p.rate > base {
+				e.gauges[rk] = p.rate
+				e.dirty = e.dirty || !ok
+				base = p.rate
+			}
+			if p.rate < base {
+				e.observe(e.cond(telemetry.ConditionIBDegraded, t, telemetry.SeverityWarning, telemetry.ActionCheckMechanicals, fmt.Sprintf("%s port %d runs at %s, %s at baseline", k.dev, k.port, gbps(p.rate), gbps(base)), "rate_bytes_per_second", fmtF(p.rate), "baseline", fmtF(base), "rule", "ib_rate_below_baseline"), policyState)
+			} else {
+				e.good(telemetry.ConditionIBDegraded, t)
+			}
+		}
+	}
+	// Flaps: each link_downed increment is one; keep those within the window.
+	for k, ts := range e.flaps {
+		start := now.Add(-r.IBFlapWindow)
+		n := 0
+		for _, f := range ts {
+			if f.After(start) {
+				ts[n] = f
+				n++
+			}
+		}
+		if n == 0 {
+			delete(e.flaps, k)
+			e.dirty = true
+			continue
+		}
+		e.flaps[k] = ts[:n]
+		sev := telemetry.SeverityWarning
+		if n >= r.IBFlapCount {
+			sev = telemetry.SeverityCritical
+		}
+		e.observe(e.cond(telemetry.ConditionIBFlap, e.portTarget(k), sev, telemetry.ActionCheckMechanicals, fmt.Sprintf("%s port %d went down %d time(s) in %s (critical at %d)", k.dev, k.port, n, r.IBFlapWindow, r.IBFlapCount), "counter", telemetry.NodeIBLinkDownedTotal, "flaps", itoa(n), "window", r.IBFlapWindow.String(), "rule", "ib_flap"), policyQuiet)
+	}
+}
+
+// judgeGPUs applies the per-GPU gauge rules, finds resets, and raises the conditions
+// that wait for one.
+func (e *Engine) judgeGPUs(snap *collector.Snapshot, now time.Time) {
+	r := &e.rules
+	anyLost := false
+	for i := range e.gcyc {
+		if e.gcyc[i].lost == e.gcyc[i].lost {
+			anyLost = true
+		}
+	}
+	xid79 := catalogAction(79)
+	for i := range e.gcyc {
+		g := &e.gcyc[i]
+		gs := e.gpus[i]
+		if !g.seen && gs == nil {
+			continue
+		}
+		gs = e.gpu(i)
+		gs.known = true
+		t := e.gpuTarget(i)
+
+		// Presence and resets.
+		switch {
+		case g.lost == 1:
+			gs.gone = true
+			e.observe(e.cond(telemetry.ConditionGPULost, t, telemetry.SeverityFatal, xid79, fmt.Sprintf("GPU %d is lost (fallen off the bus or NVML GPU_IS_LOST)", i), "series", telemetry.MetricGPULost, "value", "1", "rule", "gpu_lost", "xid", "79"), policyState)
+		case g.lost == 0:
+			e.good(telemetry.ConditionGPULost, t)
+			if gs.gone {
+				gs.gone = false
+				e.resetGPU(i, now, "the GPU came back")
+			}
+		case anyLost && g.lost != g.lost:
+			// Its peers report and it does not: it is gone from NVML.
+			gs.gone = true
+		}
+		if g.volReset {
+			e.resetGPU(i, now, "volatile ECC counters went down")
+		}
+
+		if gs.dbe != nil {
+			e.observe(e.cond(telemetry.ConditionECCDBE, t, telemetry.SeverityCritical, telemetry.ActionResetGPU, fmt.Sprintf("%g new double-bit ECC error(s) since %s; waiting for a GPU reset", gs.dbe.Delta, gs.dbe.At.UTC().Format(time.RFC3339)), "counter", gs.dbe.Counter, "delta", fmtF(gs.dbe.Delta), "rule", "ecc_dbe_delta"), policyOwned)
+		}
+		if v := g.recovery; v == v {
+			if v != 0 {
+				ra := telemetry.XidRecoveryAction(int(v))
+				e.observe(e.cond(telemetry.ConditionRecoveryAction, t, SeverityForAction(ra.Action()).Max(telemetry.SeverityCritical), ra.Action(), fmt.Sprintf("driver recovery action is %d (%s)", int(v), ra), "series", telemetry.DCGMGPURecoveryAction, "value", fmtF(v), "rule", "recovery_action"), policyState)
+			} else {
+				e.good(telemetry.ConditionRecoveryAction, t)
+			}
+		}
+		if v := g.remapPending; v == v {
+			if v > 0 {
+				e.observe(e.cond(telemetry.ConditionRowRemapPending, t, telemetry.SeverityCritical, telemetry.ActionResetGPU, "a row remap is pending: reset the GPU to activate it", "series", telemetry.DCGMRowRemapPending, "value", fmtF(v), "rule", "row_remap_pending"), policyState)
+			} else {
+				e.good(telemetry.ConditionRowRemapPending, t)
+			}
+		}
+		remapBad := false
+		if v := g.remapFailure; v == v && v > 0 {
+			remapBad = true
+			e.observe(e.cond(telemetry.ConditionRowRemapFailure, t, telemetry.SeverityCritical, telemetry.ActionContactSupport, "row remapping failed: the GPU needs replacing", "series", telemetry.DCGMRowRemapFailure, "value", fmtF(v), "rule", "row_remap_failure"), policyState)
+		}
+		if v := g.remappedUnc; v == v && v > r.RemappedRowsMax {
+			remapBad = true
+			e.observe(e.cond(telemetry.ConditionRowRemapFailure, t, telemetry.SeverityCritical, telemetry.ActionContactSupport, fmt.Sprintf("%g rows remapped for uncorrectable errors (limit %g)", v, r.RemappedRowsMax), "series", telemetry.DCGMUncorrectableRemappedRows, "value", fmtF(v), "threshold", fmtF(r.RemappedRowsMax), "rule", "remapped_rows_max"), policyState)
+		}
+		if !remapBad && (g.remapFailure == g.remapFailure || g.remappedUnc == g.remappedUnc) {
+			e.good(telemetry.ConditionRowRemapFailure, t)
+		}
+		retiredBad := false
+		if v := g.retiredPending; v == v && v > 0 {
+			retiredBad = true
+			e.observe(e.cond(telemetry.ConditionRetiredPages, t, telemetry.SeverityWarning, telemetry.ActionResetGPU, fmt.Sprintf("%g page(s) pending retirement: retired at the next GPU reset", v), "series", telemetry.DCGMRetiredPending, "value", fmtF(v), "rule", "retired_pending"), policyState)
+		}
+		if tot := g.retiredSBE + g.retiredDBE; tot == tot && tot >= r.RetiredPagesMax {
+			retiredBad = true
+			e.observe(e.cond(telemetry.ConditionRetiredPages, t, telemetry.SeverityCritical, telemetry.ActionContactSupport, fmt.Sprintf("%g pages retired (limit %g): the retirement table is nearly full", tot, r.RetiredPagesMax), "retired_sbe", fmtF(g.retiredSBE), "retired_dbe", fmtF(g.retiredDBE), "threshold", fmtF(r.RetiredPagesMax), "rule", "retired_pages_max"), policyState)
+		}
+		if !retiredBad && g.retiredPending == g.retiredPending {
+			e.good(telemetry.ConditionRetiredPages, t)
+		}
+
+		// PCIe link. The width is judged always; the generation only while the
+		// GPU is busy, because GPUs drop to a low generation when idle to save
+		// power, and a low generation at idle is no fault.
+		if g.widthCur == g.widthCur && g.widthMax == g.widthMax && g.genCur == g.genCur && g.genMax == g.genMax {
+			narrow := g.widthCur > 0 && g.widthCur < g.widthMax
+			slow := g.genCur > 0 && g.genCur < g.genMax && g.util == g.util && g.util > 0
+			if narrow || slow {
+				e.observe(e.cond(telemetry.ConditionPCIeDegraded, t, telemetry.SeverityWarning, telemetry.ActionCheckMechanicals, fmt.Sprintf("PCIe link is Gen%g x%g, max Gen%g x%g", g.genCur, g.widthCur, g.genMax, g.widthMax), "link_gen", fmtF(g.genCur), "max_link_gen", fmtF(g.genMax), "link_width", fmtF(g.widthCur), "max_link_width", fmtF(g.widthMax), "rule", "pcie_below_max"), policyState)
+			} else {
+				e.good(telemetry.ConditionPCIeDegraded, t)
+			}
+		}
+
+		// Clock event reasons (NVML's nvmlClocksEventReason* bits), as Azure's
+		// check_gpu_clock_throttling reads them: idle, application clocks, SW
+		// power cap and sync boost are normal operation.
+		if v := g.reasons; v == v && v >= 0 {
+			bits := uint64(v)
+			const (
+				hwSlowdown     = 0x8
+				swThermal      = 0x20
+				hwThermal      = 0x40
+				hwPowerBrake   = 0x80
+				reasonsEvident = "clock_throttle_reasons"
+			)
+			ev := func(kind telemetry.ConditionKind, mask uint64, what string) {
+				if bits&mask != 0 {
+					e.observe(e.cond(kind, t, telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("clocks held down: %s (reasons 0x%x)", what, bits), "series", telemetry.DCGMClockThrottleReasons, "value", "0x"+strconv.FormatUint(bits, 16), "rule", reasonsEvident), policyState)
+				} else {
+					e.good(kind, t)
+				}
+			}
+			ev(telemetry.ConditionThermalThrottle, swThermal|hwThermal, "thermal slowdown")
+			ev(telemetry.ConditionPowerThrottle, hwPowerBrake, "power brake")
+			ev(telemetry.ConditionClockThrottle, hwSlowdown, "hardware slowdown")
+		}
+	}
+
+	// GPU count: fewer than expected is a GPU missing from the bus. Its action is
+	// the catalog's for Xid 79 (GPU fallen off the bus).
+	nodeT := telemetry.NodeTarget(e.node)
+	want := e.opts.ExpectedGPUs
+	if want == 0 {
+		want = e.expected
+	}
+	for i := range snap.Samples {
+		s := &snap.Samples[i]
+		if s.Name != telemetry.MetricNodeGPUs {
+			continue
+		}
+		if want > 0 && s.Value < float64(want) {
+			e.observe(e.cond(telemetry.ConditionGPUCount, nodeT, telemetry.SeverityCritical, xid79, fmt.Sprintf("%g GPUs visible, %d expected", s.Value, want), "series", s.Name, "value", fmtF(s.Value), "expected", itoa(want), "rule", "gpu_count"), policyState)
+		} else {
+			e.good(telemetry.ConditionGPUCount, nodeT)
+		}
+		break
+	}
+}
+
+// judgeSources raises telemetry-stale for sources down or silent beyond StaleAfter.
+func (e *Engine) judgeSources(snap *collector.Snapshot, now time.Time) {
+	if len(snap.Sources) == 0 {
+		return
+	}
+	var stale []string
+	for _, st := range snap.Sources {
+		if st.Name == e.Name() {
+			continue
+		}
+		tr := e.sources[st.Name]
+		if tr == nil {
+			tr = &sourceTrack{}
+			e.sources[st.Name] = tr
+		}
+		if st.Up {
+			tr.everUp, tr.downSince = true, time.Time{}
+		} else if tr.downSince.IsZero() {
+			tr.downSince = now
+		}
+		var silent time.Duration
+		switch {
+		case !st.LastSuccess.IsZero():
+			silent = now.Sub(st.LastSuccess)
+		case !st.Up:
+			silent = now.Sub(tr.downSince)
+		}
+		required := false
+		for _, n := range e.rules.RequiredSources {
+			required = required || n == st.Name
+		}
+		if silent > e.rules.StaleAfter && (required || tr.everUp || !st.LastSuccess.IsZero()) {
+			msg := st.Name + " silent " + roundDur(silent).String()
+			if st.Err != "" {
+				msg += " (" + truncate(st.Err, 80) + ")"
+			}
+			stale = append(stale, msg)
+		}
+	}
+	t := telemetry.NodeTarget(e.node)
+	if len(stale) == 0 {
+		e.good(telemetry.ConditionTelemetryStale, t)
+		return
+	}
+	e.observe(e.cond(telemetry.ConditionTelemetryStale, t, telemetry.SeverityWarning, telemetry.ActionNone, fmt.Sprintf("telemetry stale: %s", joinShort(stale)), "sources", joinShort(stale), "threshold", e.rules.StaleAfter.String(), "rule", "stale_source"), policyState)
+}
+
+// resetGPU forgets what a GPU reset clears: its Xids, the driver's override and a
+// pending double-bit error.
+func (e *Engine) resetGPU(i int, now time.Time, why string) {
+	gs := e.gpu(i)
+	gs.resetAt = now
+	gs.xids = nil
+	gs.override, gs.overrideTx, gs.overrideAt = "", "", time.Time{}
+	gs.xidMax, gs.xidSevMax = "", telemetry.SeverityOK
+	gs.dbe = nil
+	e.dirty = true
+	e.log.Info("health: GPU reset detected", "gpu_index", i, "why", why)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
