@@ -234,6 +234,16 @@ func (d *Device) GetMigMode() (int, int, nvml.Return) {
 	return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
 }
 
+// GetVirtualizationMode reports GPU_VIRTUALIZATION_MODE_NONE: bare metal, no
+// vGPU and no passthrough.
+func (d *Device) GetVirtualizationMode() (nvml.GpuVirtualizationMode, nvml.Return) {
+	defer d.rlock().mu.RUnlock()
+	if r := d.check(false); r != nvml.SUCCESS {
+		return 0, r
+	}
+	return nvml.GPU_VIRTUALIZATION_MODE_NONE, nvml.SUCCESS
+}
+
 // IsMigDeviceHandle reports false: these are full GPUs.
 func (d *Device) IsMigDeviceHandle() (bool, nvml.Return) {
 	defer d.rlock().mu.RUnlock()

@@ -289,6 +289,9 @@ func checkDevice(t *testing.T, lib nvml.Interface, d nvml.Device, i int, name st
 	if cur, _, r := d.GetMigMode(); r != nvml.SUCCESS || cur != nvml.DEVICE_MIG_DISABLE {
 		t.Errorf("MIG = %d (%v)", cur, r)
 	}
+	if v := get(d.GetVirtualizationMode()).must(t, "virtualization mode"); v != nvml.GPU_VIRTUALIZATION_MODE_NONE {
+		t.Errorf("virtualization mode = %v, want NONE (bare metal)", v)
+	}
 	procs := get(d.GetComputeRunningProcesses()).must(t, "procs")
 	if len(procs) != 1 || procs[0].Pid == 0 || procs[0].UsedGpuMemory == 0 {
 		t.Errorf("compute processes = %+v", procs)
