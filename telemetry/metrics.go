@@ -186,6 +186,9 @@ const (
 	MetricNodeGPUs       = "gpuwatch_node_gpus"
 	MetricGPULost        = "gpuwatch_gpu_lost"
 	MetricXidErrorsTotal = "gpuwatch_xid_errors_total"
+	// Xid source self-observation: flood repeats dropped, kernel-log records lost.
+	MetricXidSuppressedLinesTotal = "gpuwatch_xid_suppressed_lines_total"
+	MetricXidKmsgRecordsLostTotal = "gpuwatch_xid_kmsg_records_lost_total"
 
 	// Health.
 	MetricGPUHealthState        = "gpuwatch_gpu_health_state"
@@ -375,6 +378,10 @@ var catalog = []MetricDesc{
 		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID),
 	own(MetricXidErrorsTotal, MetricCounter, "", SourceXid, "Number of Xid events by Xid, from NVML events and the kernel log, deduplicated.",
 		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID, LabelXid),
+	own(MetricXidSuppressedLinesTotal, MetricCounter, "", SourceXid, "Number of Xid lines and events dropped as flood repeats: identical (GPU, Xid, message) to one counted within the dedup window.",
+		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID, LabelXid),
+	own(MetricXidKmsgRecordsLostTotal, MetricCounter, "", SourceXid, "Number of kernel log records overwritten before the xid source read them (gaps in /dev/kmsg sequence numbers after EPIPE).",
+		LabelNode),
 
 	// Health.
 	own(MetricGPUHealthState, MetricGauge, "", SourceHealth, "GPU health state: 0 healthy, 1 suspect, 2 draining, 3 drained, 4 probation.", gpuLabels...),

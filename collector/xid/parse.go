@@ -123,12 +123,16 @@ func parseAttach(s string) (Line, bool) {
 
 // validPCI accepts the driver's domain:bus:device form, e.g. 0000:9b:00.
 func validPCI(s string) bool {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 || len(parts[0]) != 4 || len(parts[1]) != 2 || len(parts[2]) != 2 {
+	if len(s) != len("0000:9b:00") || s[4] != ':' || s[7] != ':' {
 		return false
 	}
-	for _, p := range parts {
-		if _, err := strconv.ParseUint(p, 16, 16); err != nil {
+	for i := range len(s) {
+		if i == 4 || i == 7 {
+			continue
+		}
+		switch c := s[i]; {
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
 			return false
 		}
 	}
