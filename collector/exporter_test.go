@@ -197,7 +197,8 @@ func compatFinding(p promlint.Problem, mode LabelMode) bool {
 	if !strings.HasPrefix(p.Metric, "DCGM_FI_") {
 		return false
 	}
-	if strings.Contains(p.Text, "counter metrics should have \"_total\" suffix") {
+	if strings.Contains(p.Text, "counter metrics should have \"_total\" suffix") ||
+		strings.Contains(p.Text, "should not include type") { // DCGM_FI_DEV_PCIE_REPLAY_COUNTER
 		return true
 	}
 	return mode == LabelsDCGM && strings.Contains(p.Text, "camelCase")

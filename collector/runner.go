@@ -31,7 +31,9 @@ type RunnerOptions struct {
 	// (the exporter renders there, off the scrape path).
 	OnPublish func(*Snapshot)
 	Logger    *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Now is the clock that stamps samples and snapshots; nil means time.Now. The
+	// demo and --simulate pass simulated time. Durations are always measured on
+	// the wall clock.
 	Now func() time.Time
 }
 
@@ -56,7 +58,6 @@ type slot struct {
 	full     []telemetry.Sample
 	fast     []telemetry.Sample
 	status   SourceStatus
-	lastErr  string
 	reported string // the error last logged, to log each distinct error once
 }
 
@@ -161,7 +162,7 @@ func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
 		sl.mu.Unlock()
 	}
 	for _, d := range r.opts.Derivers {
-		start := r.opts.Now()
+		start, t0 := r.opts.Now(), time.Now()
 		dctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 		var derived []telemetry.Sample
 		err := d.Derive(dctx, snap, func(s telemetry.Sample) {
@@ -171,7 +172,7 @@ func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
 			derived = append(derived, s)
 		})
 		cancel()
-		st := SourceStatus{Name: d.Name(), Up: err == nil, Duration: r.opts.Now().Sub(start), Samples: len(derived)}
+		st := SourceStatus{Name: d.Name(), Up: err == nil, Duration: time.Since(t0), Samples: len(derived)}
 		if err != nil {
 			st.Err = err.Error()
 			r.opts.Logger.Warn("deriver failed", telemetry.LabelSource, d.Name(), "err", err)
@@ -192,7 +193,7 @@ func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
 // collect runs one source's collection with the per-source timeout. A call that
 // outlives the timeout finishes in the background; its samples are dropped.
 func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
-	start := r.opts.Now()
+	start, t0 := r.opts.Now(), time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	type result struct {
 		full, fast []telemetry.Sample
@@ -235,11 +236,11 @@ func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
 	case res = <-done:
 	case <-cctx.Done():
 		cancel()
-		sl.fail(r, fmt.Errorf("collection timed out after %s", r.opts.Timeout), r.opts.Now().Sub(start))
+		sl.fail(r, fmt.Errorf("collection timed out after %s", r.opts.Timeout), time.Since(t0))
 		return
 	}
 	cancel()
-	dur := r.opts.Now().Sub(start)
+	dur := time.Since(t0)
 	if errors.Is(res.err, ErrNoDevices) {
 		res.err = nil
 	}

@@ -211,7 +211,7 @@ const (
 	MetricIBExcessiveBufferOverrunErrorsTotal = "gpuwatch_infiniband_excessive_buffer_overrun_errors_total"
 	MetricIBRemotePhysicalErrorsTotal         = "gpuwatch_infiniband_remote_physical_errors_received_total"
 	// mlx5 hw_counters (RDMA transport and congestion counters), one series per file.
-	MetricIBHWCounterTotal = "gpuwatch_infiniband_hw_counter_total"
+	MetricIBHWStatisticTotal = "gpuwatch_infiniband_hw_statistic_total"
 
 	// Topology, as info series (value 1).
 	MetricTopologyNodeInfo    = "gpuwatch_topology_node_info"
@@ -406,7 +406,7 @@ var catalog = []MetricDesc{
 	own(MetricIBLocalLinkIntegrityErrorsTotal, MetricCounter, "", SourceInfiniBand, "Number of times the local physical errors exceeded the threshold (local_link_integrity_errors).", ibLabels...),
 	own(MetricIBExcessiveBufferOverrunErrorsTotal, MetricCounter, "", SourceInfiniBand, "Number of times buffer overrun errors exceeded the threshold (excessive_buffer_overrun_errors).", ibLabels...),
 	own(MetricIBRemotePhysicalErrorsTotal, MetricCounter, "", SourceInfiniBand, "Number of packets received marked with the EBP delimiter (port_rcv_remote_physical_errors).", ibLabels...),
-	own(MetricIBHWCounterTotal, MetricCounter, "", SourceInfiniBand, "Value of an mlx5 hw_counters file of the port (RDMA transport and congestion counters: out_of_buffer, local_ack_timeout_err, np_cnp_sent, …); the counter label is the file name.",
+	own(MetricIBHWStatisticTotal, MetricCounter, "", SourceInfiniBand, "Value of an mlx5 hw_counters file of the port (RDMA transport and congestion counters: out_of_buffer, local_ack_timeout_err, np_cnp_sent, …); the counter label is the file name.",
 		LabelNode, LabelIBDevice, LabelIBPort, LabelCounter),
 
 	// Topology.

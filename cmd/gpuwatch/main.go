@@ -26,6 +26,7 @@ type command struct {
 // commands is the explicit registry of subcommands.
 func commands() map[string]command {
 	return map[string]command{
+		"agent":   {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
 		"demo":    {"run a simulated GPU fleet with a scripted fault story and print what the hardware does", runDemo},
 		"version": {"print the version and build information", runVersion},
 	}

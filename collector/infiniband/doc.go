@@ -34,5 +34,5 @@
 //	  gpuwatch_infiniband_{symbol_errors,local_link_integrity_errors,
 //	  excessive_buffer_overrun_errors,remote_physical_errors_received}_total
 //	Collect: node_infiniband_info, data, packet, unicast, multicast and
-//	  transmit-wait counters, gpuwatch_infiniband_hw_counter_total
+//	  transmit-wait counters, gpuwatch_infiniband_hw_statistic_total
 package infiniband

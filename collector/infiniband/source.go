@@ -354,7 +354,7 @@ func (r *reader) hwCounters(dev string, p port, emit func(telemetry.Sample)) {
 			r.fail(fmt.Errorf("read %s: %w", path, err))
 			continue
 		}
-		emit(telemetry.Sample{Name: telemetry.MetricIBHWCounterTotal, Value: float64(v), Labels: telemetry.NewLabels(
+		emit(telemetry.Sample{Name: telemetry.MetricIBHWStatisticTotal, Value: float64(v), Labels: telemetry.NewLabels(
 			telemetry.LabelIBDevice, dev, telemetry.LabelIBPort, p.num, telemetry.LabelCounter, name)})
 	}
 }

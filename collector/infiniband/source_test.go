@@ -222,7 +222,7 @@ func TestSchedulesDisjoint(t *testing.T) {
 			t.Errorf("%s missing from the health schedule", n)
 		}
 	}
-	for _, n := range []string{telemetry.NodeIBInfo, telemetry.NodeIBPortDataReceivedBytesTotal, telemetry.MetricIBHWCounterTotal} {
+	for _, n := range []string{telemetry.NodeIBInfo, telemetry.NodeIBPortDataReceivedBytesTotal, telemetry.MetricIBHWStatisticTotal} {
 		if !full[n] {
 			t.Errorf("%s missing from the full schedule", n)
 		}
@@ -255,15 +255,15 @@ func TestAgreesWithProcfs(t *testing.T) {
 				ps := strconv.FormatUint(uint64(p.Port), 10)
 				c := p.Counters
 				for metric, v := range map[string]*uint64{
-					telemetry.NodeIBPortDataReceivedBytesTotal:          c.PortRcvData,
-					telemetry.NodeIBPortDataTransmittedBytesTotal:       c.PortXmitData,
-					telemetry.NodeIBPortPacketsReceivedTotal:            c.PortRcvPackets,
-					telemetry.NodeIBPortTransmitWaitTotal:               c.PortXmitWait,
-					telemetry.NodeIBLinkDownedTotal:                     c.LinkDowned,
-					telemetry.NodeIBPortDiscardsTransmittedTotal:        c.PortXmitDiscards,
-					telemetry.MetricIBSymbolErrorsTotal:                 c.SymbolError,
-					telemetry.MetricIBExcessiveBufferOverrunErrorsTotal: c.ExcessiveBufferOverrunErrors,
-					telemetry.MetricIBHWCounterTotal + "/out_of_buffer": p.HwCounters.OutOfBuffer,
+					telemetry.NodeIBPortDataReceivedBytesTotal:            c.PortRcvData,
+					telemetry.NodeIBPortDataTransmittedBytesTotal:         c.PortXmitData,
+					telemetry.NodeIBPortPacketsReceivedTotal:              c.PortRcvPackets,
+					telemetry.NodeIBPortTransmitWaitTotal:                 c.PortXmitWait,
+					telemetry.NodeIBLinkDownedTotal:                       c.LinkDowned,
+					telemetry.NodeIBPortDiscardsTransmittedTotal:          c.PortXmitDiscards,
+					telemetry.MetricIBSymbolErrorsTotal:                   c.SymbolError,
+					telemetry.MetricIBExcessiveBufferOverrunErrorsTotal:   c.ExcessiveBufferOverrunErrors,
+					telemetry.MetricIBHWStatisticTotal + "/out_of_buffer": p.HwCounters.OutOfBuffer,
 				} {
 					key := metric + "/" + dev.Name + "/" + ps
 					g, ok := idx[key]

@@ -155,6 +155,7 @@ type Source struct {
 
 	running atomic.Bool
 	live    atomic.Bool
+	device  atomic.Bool // the log is a character device (/dev/kmsg)
 	lines   atomic.Uint64
 	drains  atomic.Uint64 // times a log file was read to its end
 

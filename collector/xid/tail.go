@@ -89,9 +89,36 @@ func (s *Source) readOnce(ctx context.Context, fromStart bool) error {
 		return fmt.Errorf("kernel log: %w", err)
 	}
 	if fi.Mode()&fs.ModeCharDevice != 0 {
+		s.device.Store(true)
 		return s.readDevice(ctx, fromStart)
 	}
 	return s.tailFile(ctx, fromStart)
+}
+
+// Sync waits until the running reader has caught up with the log as it is now: a
+// file read to the end it had when Sync was called, /dev/kmsg's history read. A
+// one-shot check and the demo call it before collecting, so every line already
+// logged is counted. It returns the reader's error, if it has one, or ctx's.
+func (s *Source) Sync(ctx context.Context) error {
+	start := s.drains.Load()
+	for {
+		s.mu.Lock()
+		err := s.readErr
+		s.mu.Unlock()
+		switch {
+		case err != nil && s.running.Load():
+			return err
+		case s.device.Load() && s.live.Load():
+			return nil
+		case !s.device.Load() && s.drains.Load() >= start+2:
+			// The drain running at the call may have started before the last
+			// write; the next one began after it.
+			return nil
+		}
+		if !sleep(ctx, time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }
 
 // setReadErr records the reader's health for Collect.

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/collector"
+	"github.com/gpuwatch/gpuwatch/collector/agent"
+	"github.com/gpuwatch/gpuwatch/collector/simhw"
+)
+
+// agentFlags are the flags `gpuwatch agent` and `gpuwatch check` share: where the
+// hardware is read from and how.
+type agentFlags struct {
+	o         agent.Options
+	labels    string
+	logLevel  string
+	simulate  string
+	faults    string
+	seed      int64
+	speed     float64
+	stateDir  string
+	fromStart bool
+}
+
+func (f *agentFlags) register(fs *flag.FlagSet, defaultStateDir string) {
+	fs.StringVar(&f.o.Node, "node", "", "node name as the scheduler knows it (default: the host name)")
+	fs.StringVar(&f.o.SysfsRoot, "path.sysfs", "/sys", "sysfs mount point (InfiniBand and PCI devices are read under it)")
+	fs.StringVar(&f.o.ProcRoot, "path.proc", "/proc", "procfs mount point (process cgroups for Slurm job attribution)")
+	fs.StringVar(&f.o.KmsgPath, "path.kmsg", "/dev/kmsg", "kernel log: /dev/kmsg, or a file in kmsg, dmesg or journalctl format")
+	fs.BoolVar(&f.fromStart, "kmsg.from-start", true, "read the kernel log's history since boot before following it (Xids logged while the agent was down)")
+	fs.StringVar(&f.stateDir, "state-dir", defaultStateDir, "directory for health baselines and conditions that survive restarts (\"\": memory only)")
+	fs.DurationVar(&f.o.Interval, "collect.interval", 10*time.Second, "interval between full collections")
+	fs.DurationVar(&f.o.HealthInterval, "collect.health-interval", time.Second, "interval between collections of health-critical fields (Xids, ECC, row remapping, NVLink and InfiniBand state)")
+	fs.DurationVar(&f.o.Timeout, "collect.timeout", 0, "longest one source may take per collection (default: the health interval)")
+	fs.StringVar(&f.o.DCGMAddress, "dcgm.address", "localhost:5555", "DCGM host engine (host:port or unix socket path) for profiling fields and health watches")
+	fs.BoolVar(&f.o.DCGMDisable, "dcgm.disable", false, "do not use DCGM even when a host engine is reachable")
+	fs.StringVar(&f.o.KubeletSocket, "kubelet.socket", "", "kubelet pod-resources socket for pod attribution (default: /var/lib/kubelet/pod-resources/kubelet.sock when present; \"-\": off)")
+	fs.DurationVar(&f.o.AttributionInterval, "attribution.interval", 10*time.Second, "how often the GPU → job/pod attribution cache is refreshed")
+	fs.StringVar(&f.o.IBInclude, "infiniband.include", "", "regexp: read only InfiniBand devices whose name matches")
+	fs.StringVar(&f.o.IBExclude, "infiniband.exclude", "", "regexp: never read InfiniBand devices whose name matches")
+	fs.StringVar(&f.o.NVLinkDomain, "topology.nvlink-domain", "", "NVLink domain (clique) the node belongs to, for gpuwatch_topology_node_info")
+	fs.StringVar(&f.o.Leaf, "topology.leaf", "", "leaf switch above the node")
+	fs.StringVar(&f.o.Spine, "topology.spine", "", "spine switch above the leaf")
+	fs.StringVar(&f.o.Block, "topology.block", "", "block (pod, super-pod) above the spine")
+	fs.StringVar(&f.logLevel, "log.level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.simulate, "simulate", "", "run on one simulated node instead of the real hardware: hgx-h100 or dgx-a100")
+	fs.StringVar(&f.faults, "faults", "", "with --simulate: fault scenario YAML file to play on the simulated node")
+	fs.Int64Var(&f.seed, "seed", 1, "with --simulate: seed of the simulated node and its workload")
+	fs.Float64Var(&f.speed, "speed", 1, "with --simulate: simulated seconds per wall-clock second")
+}
+
+func (f *agentFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("%w: --log.level %q: want debug, info, warn or error", errUsage, f.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// options turns the flags into agent options; with --simulate it also builds the
+// simulated node (returned so the caller can advance it) under a temporary
+// directory that cleanup removes.
+func (f *agentFlags) options(stderr io.Writer) (o agent.Options, sim *simNode, err error) {
+	o = f.o
+	if o.Logger, err = f.logger(stderr); err != nil {
+		return o, nil, err
+	}
+	mode, err := collector.ParseLabelMode(f.labels)
+	if err != nil {
+		return o, nil, fmt.Errorf("%w: --labels: %v", errUsage, err)
+	}
+	o.Labels = mode
+	o.StateDir = f.stateDir
+	o.KmsgFromStart = f.fromStart
+	o.Version = version
+	if f.simulate == "" {
+		if f.faults != "" {
+			return o, nil, fmt.Errorf("%w: --faults needs --simulate", errUsage)
+		}
+		o.NVML = gonvml.New()
+		return o, nil, nil
+	}
+	sim, err = newSimNode(f.simulate, f.faults, f.seed, f.speed)
+	if err != nil {
+		return o, nil, err
+	}
+	sim.configure(&o)
+	return o, sim, nil
+}
+
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("agent", stderr)
+	var f agentFlags
+	f.register(fs, "/var/lib/gpuwatch")
+	listen := fs.String("listen", ":9400", "address to serve /metrics, /health, /topology, /healthz and /debug/pprof on")
+	fs.StringVar(&f.labels, "labels", "dcgm", "label keys on DCGM_FI_* series: dcgm (dcgm-exporter's: gpu, UUID, modelName, Hostname, ...) or snake (gpuwatch's lower_snake: gpu_index, gpu_uuid, model, node, ...)")
+	fs.BoolVar(&f.o.Timestamps, "metrics.timestamps", false, "expose each sample's collection time on /metrics (Prometheus then stops marking vanished series stale)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gpuwatch agent [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs the node agent: reads the GPUs (NVML, DCGM), NVLink, InfiniBand and the kernel log in the")
+		fmt.Fprintln(stderr, "background, judges GPU health, and serves dcgm-exporter-compatible /metrics.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	o, sim, err := f.options(stderr)
+	if err != nil {
+		return err
+	}
+	if sim != nil {
+		defer sim.cleanup()
+	}
+	a, err := agent.New(o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		a.Close()
+		return fmt.Errorf("cannot listen on %s: %w", *listen, err)
+	}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 3)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- a.Run(ctx) }()
+	if sim != nil {
+		go func() { errc <- sim.run(ctx) }()
+	}
+	o.Logger.Info("gpuwatch agent started", "node", a.Inventory.Node, "gpus", len(a.Inventory.GPUs),
+		"listen", ln.Addr().String(), "simulate", f.simulate)
+	fmt.Fprintf(stdout, "gpuwatch agent on %s: %d GPUs, serving http://%s/metrics\n", a.Inventory.Node, len(a.Inventory.GPUs), ln.Addr())
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+	}
+	cancel()
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	srv.Shutdown(shutdownCtx)
+	if first != nil && !errors.Is(first, http.ErrServerClosed) {
+		return first
+	}
+	return nil
+}
+
+// simNode is the one simulated node `--simulate` runs on.
+type simNode struct {
+	fleet *simhw.Fleet
+	node  *simhw.Node
+	gen   *simhw.WorkloadGenerator
+	dir   string
+	speed float64
+}
+
+func newSimNode(shape, faults string, seed int64, speed float64) (*simNode, error) {
+	if speed <= 0 {
+		return nil, fmt.Errorf("%w: --speed must be positive, got %g", errUsage, speed)
+	}
+	sn := simhw.ShapeName(shape)
+	if _, err := simhw.ShapeByName(sn); err != nil {
+		return nil, fmt.Errorf("%w: --simulate %q: want hgx-h100 or dgx-a100", errUsage, shape)
+	}
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "gpuwatch-agent-sim-")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the simulated node's directory: %w", err)
+	}
+	s := &simNode{dir: dir, speed: speed}
+	fail := func(err error) (*simNode, error) { os.RemoveAll(dir); return nil, err }
+	s.fleet, err = simhw.NewFleet(simhw.FleetSpec{Nodes: 1, Shape: sn, Seed: seed, Root: dir, Start: time.Now().UTC().Truncate(time.Second)})
+	if err != nil {
+		return fail(fmt.Errorf("cannot build the simulated node: %w", err))
+	}
+	s.node = s.fleet.Nodes()[0]
+	if faults != "" {
+		sc, err := simhw.LoadScenario(faults)
+		if err != nil {
+			return fail(err)
+		}
+		// A scenario written for a fleet names its nodes; on the one simulated node
+		// every fault lands here.
+		for i := range sc.Faults {
+			sc.Faults[i].Node = s.node.Name()
+		}
+		if err := s.fleet.Schedule(sc); err != nil {
+			return fail(fmt.Errorf("cannot schedule the faults from %s: %w", faults, err))
+		}
+	}
+	s.gen = simhw.NewWorkloadGenerator(s.fleet, simhw.WorkloadOptions{Seed: seed})
+	if err := s.gen.Step(); err != nil {
+		return fail(err)
+	}
+	if err := s.fleet.Advance(0); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+func (s *simNode) configure(o *agent.Options) {
+	if o.Node == "" {
+		o.Node = s.node.Name()
+	}
+	o.NVML = s.node.NVML()
+	o.SysfsRoot = s.node.SysRoot()
+	o.ProcRoot = s.node.ProcRoot()
+	o.KmsgPath = s.node.KmsgPath()
+	boot := s.node.Boot()
+	o.BootTime = func() (time.Time, error) { return boot, nil }
+	o.BootID = fmt.Sprintf("simulated-%s-%d", s.node.Name(), boot.Unix())
+	o.Now = s.fleet.Now
+	if o.KubeletSocket == "" {
+		o.KubeletSocket = "-"
+	}
+	o.DCGMDisable = true // no host engine serves a simulated node
+}
+
+// run advances the simulated node in step with the wall clock at the chosen speed.
+func (s *simNode) run(ctx context.Context) error {
+	const tick = 250 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := s.fleet.Advance(time.Duration(float64(tick) * s.speed)); err != nil {
+			return fmt.Errorf("simulated hardware failed to advance: %w", err)
+		}
+		if err := s.gen.Step(); err != nil {
+			return fmt.Errorf("simulated workload failed: %w", err)
+		}
+	}
+}
+
+func (s *simNode) cleanup() { os.RemoveAll(s.dir) }

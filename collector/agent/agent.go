@@ -1,0 +1,359 @@
+// Package agent assembles the gpuwatch node agent: it initialises NVML, discovers
+// the node's GPUs, builds every source from the explicit registry below, the health
+// engine and the exporter, and runs them. `gpuwatch agent`, `gpuwatch check` and
+// `gpuwatch demo` (one agent per simulated node) all go through New.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/collector"
+	"github.com/gpuwatch/gpuwatch/collector/attribution"
+	"github.com/gpuwatch/gpuwatch/collector/dcgm"
+	"github.com/gpuwatch/gpuwatch/collector/health"
+	"github.com/gpuwatch/gpuwatch/collector/infiniband"
+	"github.com/gpuwatch/gpuwatch/collector/nvlink"
+	nvmlsrc "github.com/gpuwatch/gpuwatch/collector/nvml"
+	"github.com/gpuwatch/gpuwatch/collector/topology"
+	"github.com/gpuwatch/gpuwatch/collector/xid"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// Options configure an agent. Zero values take the documented defaults.
+type Options struct {
+	// Node is the node's name as the scheduler knows it (default: the host name).
+	Node string
+	// NVML is the library the agent reads GPUs through: go-nvml's nvml.New() on a
+	// real node, a simulated node's NVML() in tests and the demo. The agent calls
+	// Init and Shutdown.
+	NVML gonvml.Interface
+
+	SysfsRoot string // default "/sys"
+	ProcRoot  string // default "/proc"
+	KmsgPath  string // default "/dev/kmsg"
+	// KmsgFromStart reads the kernel log's history (since boot) before following it.
+	KmsgFromStart bool
+	// BootTime overrides how kernel-log timestamps are turned into wall time (the
+	// simulated nodes' logs count from the fleet's start).
+	BootTime func() (time.Time, error)
+	// BootID identifies this boot for the health engine's reset detection; "" reads
+	// /proc/sys/kernel/random/boot_id.
+	BootID string
+	// StateDir keeps the health engine's baselines and conditions across restarts;
+	// "" keeps them in memory only.
+	StateDir string
+	// StateFile is the file name inside StateDir (default "agent-health.json";
+	// `gpuwatch check` keeps its own so it can run beside an agent).
+	StateFile string
+	// KmsgPoll is how often a kernel-log file (not /dev/kmsg) is polled for new
+	// lines (default 250ms).
+	KmsgPoll time.Duration
+
+	Interval       time.Duration // full collection, default 10s
+	HealthInterval time.Duration // health-critical fields, default 1s
+	Timeout        time.Duration // one source's collection, default the health interval
+
+	Labels     collector.LabelMode // default dcgm
+	Timestamps bool
+
+	DCGMAddress string // default localhost:5555
+	DCGMDisable bool
+
+	KubeletSocket       string        // "" the default socket when present; "-" off
+	AttributionInterval time.Duration // default 10s
+
+	IBInclude, IBExclude string // device name patterns
+
+	// NVLinkDomain, Leaf, Spine and Block place the node in the fleet when set.
+	NVLinkDomain, Leaf, Spine, Block string
+
+	Version string
+	Logger  *slog.Logger
+	// Now is the clock; nil means time.Now. The demo passes simulated time.
+	Now func() time.Time
+}
+
+// Agent is one node's collector.
+type Agent struct {
+	opts      Options
+	Inventory *collector.Inventory
+	Runner    *collector.Runner
+	Exporter  *collector.Exporter
+	Health    *health.Engine
+
+	nvml     *nvmlsrc.Source
+	xid      *xid.Source
+	topology *topology.Source
+	attr     *attribution.Source
+	dcgm     *dcgm.Source
+	nvmlErr  error
+	closeOne sync.Once
+}
+
+// unavailable is a source whose library could not start: it reports why every
+// cycle, so source_up says 0 and the error is on /sources.
+type unavailable struct {
+	name string
+	err  error
+}
+
+func (u unavailable) Name() string { return u.name }
+func (u unavailable) Collect(context.Context, func(telemetry.Sample)) error {
+	return u.err
+}
+
+func (o *Options) fill() error {
+	if o.Node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("no --node given and the host name is unreadable: %w", err)
+		}
+		o.Node = h
+	}
+	if err := telemetry.NodeID(o.Node).Validate(); err != nil {
+		return fmt.Errorf("node name: %w", err)
+	}
+	if o.NVML == nil {
+		return errors.New("no NVML library given")
+	}
+	if o.SysfsRoot == "" {
+		o.SysfsRoot = "/sys"
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	if o.KmsgPath == "" {
+		o.KmsgPath = "/dev/kmsg"
+	}
+	if o.KmsgPoll == 0 {
+		o.KmsgPoll = 250 * time.Millisecond
+	}
+	if o.Interval == 0 {
+		o.Interval = 10 * time.Second
+	}
+	if o.HealthInterval == 0 {
+		o.HealthInterval = time.Second
+	}
+	if o.Interval < 0 || o.HealthInterval < 0 || o.Timeout < 0 {
+		return fmt.Errorf("intervals must be positive: collect %s, health %s, timeout %s", o.Interval, o.HealthInterval, o.Timeout)
+	}
+	if o.HealthInterval > o.Interval {
+		return fmt.Errorf("health interval %s must not exceed the collection interval %s", o.HealthInterval, o.Interval)
+	}
+	if o.Labels == "" {
+		o.Labels = collector.LabelsDCGM
+	}
+	if _, err := collector.ParseLabelMode(string(o.Labels)); err != nil {
+		return err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// New initialises NVML and builds the agent. NVML failing to start (no driver) does
+// not fail the agent: InfiniBand and the kernel log are still read, and the NVML
+// sources report the error.
+func New(opts Options) (*Agent, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	a := &Agent{opts: opts}
+	log := opts.Logger.With(telemetry.LabelNode, opts.Node)
+
+	if ret := opts.NVML.Init(); ret != gonvml.SUCCESS {
+		a.nvmlErr = fmt.Errorf("NVML did not start: %s", gonvml.ErrorString(ret))
+		log.Warn("NVML unavailable; GPU sources report down", "err", a.nvmlErr)
+		a.Inventory = &collector.Inventory{Node: opts.Node}
+	} else {
+		// Discover returns what it could read alongside an error naming the GPUs it
+		// could not; only a failed device count leaves no inventory.
+		inv, err := nvmlsrc.Discover(opts.NVML, opts.Node)
+		switch {
+		case inv == nil:
+			a.nvmlErr = fmt.Errorf("GPU discovery: %w", err)
+			log.Warn("NVML cannot count GPUs; GPU sources report down", "err", err)
+			opts.NVML.Shutdown()
+			inv = &collector.Inventory{Node: opts.Node}
+		case errors.Is(err, collector.ErrNoDevices):
+			log.Info("NVML sees no GPUs on this node")
+		case err != nil:
+			log.Warn("GPU discovery incomplete", "err", err)
+		}
+		a.Inventory = inv
+	}
+
+	stateFile := ""
+	if opts.StateDir != "" {
+		if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+			return nil, fmt.Errorf("state directory: %w", err)
+		}
+		name := opts.StateFile
+		if name == "" {
+			name = "agent-health.json"
+		}
+		stateFile = filepath.Join(opts.StateDir, name)
+	}
+	eng, err := health.New(health.Options{Node: opts.Node, StateFile: stateFile, Now: opts.Now,
+		BootID: opts.BootID, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	a.Health = eng
+
+	a.xid = xid.New(xid.Options{KmsgPath: opts.KmsgPath, Inventory: a.Inventory, Sink: eng,
+		Now: opts.Now, FromStart: opts.KmsgFromStart, BootTime: opts.BootTime, Logger: log,
+		PollInterval: opts.KmsgPoll})
+
+	ib, err := infiniband.New(infiniband.Options{SysfsRoot: opts.SysfsRoot,
+		DeviceInclude: opts.IBInclude, DeviceExclude: opts.IBExclude})
+	if err != nil {
+		return nil, fmt.Errorf("infiniband device filter: %w", err)
+	}
+
+	// The registry: every source the agent runs, in the order /sources lists them.
+	var sources []collector.Source
+	if a.nvmlErr == nil {
+		a.nvml = nvmlsrc.New(opts.NVML, a.Inventory, nvmlsrc.Options{Now: opts.Now})
+		a.topology = topology.New(opts.NVML, a.Inventory, topology.Options{SysfsRoot: opts.SysfsRoot,
+			Node: opts.Node, NVLinkDomain: opts.NVLinkDomain, Leaf: opts.Leaf, Spine: opts.Spine, Block: opts.Block, Now: opts.Now})
+		a.attr = attribution.New(attribution.Options{NVML: opts.NVML, Inventory: a.Inventory, ProcRoot: opts.ProcRoot,
+			KubeletSocket: opts.KubeletSocket, RefreshEvery: opts.AttributionInterval, Logger: log, Now: opts.Now})
+		sources = append(sources, a.nvml, nvlink.New(opts.NVML, a.Inventory))
+	} else {
+		for _, n := range []telemetry.Source{telemetry.SourceNVML, telemetry.SourceNVLink} {
+			sources = append(sources, unavailable{string(n), a.nvmlErr})
+		}
+	}
+	if !opts.DCGMDisable {
+		a.dcgm = dcgm.New(dcgm.Options{Address: opts.DCGMAddress, Inventory: a.Inventory, Logger: log,
+			UpdateEvery: opts.Interval, Now: opts.Now})
+		sources = append(sources, a.dcgm)
+	}
+	sources = append(sources, ib, a.xid)
+	if a.nvmlErr == nil {
+		sources = append(sources, a.topology, a.attr)
+	}
+
+	var attributor collector.Attributor
+	if a.attr != nil {
+		attributor = a.attr
+	}
+	a.Exporter = collector.NewExporter(collector.ExporterOptions{Node: opts.Node, Labels: opts.Labels,
+		Timestamps: opts.Timestamps, Attributor: attributor, Version: opts.Version})
+	a.Runner, err = collector.NewRunner(collector.RunnerOptions{
+		Sources: sources, Derivers: []collector.Deriver{eng}, Inventory: a.Inventory,
+		Interval: opts.Interval, HealthInterval: opts.HealthInterval, Timeout: opts.Timeout,
+		OnPublish: func(s *collector.Snapshot) { a.Exporter.Render(s) },
+		Logger:    log, Now: opts.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Run starts the background readers and the collection loop, and blocks until
+// ctx is done; then it saves the health state and shuts NVML down.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.Close()
+	wait := a.Start(ctx)
+	err := a.Runner.Run(ctx)
+	wait()
+	return err
+}
+
+// Start starts the background readers (kernel log, NVML events, attribution) and
+// returns a function that waits for them to stop after ctx is done. Run calls it;
+// `gpuwatch check` and the demo call it and then drive cycles with Collect.
+func (a *Agent) Start(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	bg := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				a.opts.Logger.Warn("background reader stopped", telemetry.LabelSource, name, "err", err)
+			}
+		}()
+	}
+	bg("xid", a.xid.Run)
+	if a.nvml != nil {
+		bg("nvml-events", func(ctx context.Context) error { return a.nvml.WatchEvents(ctx, a.xid) })
+	}
+	if a.attr != nil {
+		bg("attribution", a.attr.Run)
+	}
+	return wg.Wait
+}
+
+// Collect runs one cycle now (full: every field; otherwise the health-critical
+// ones), after the kernel-log reader has caught up with what is logged and the
+// attribution cache has been refreshed, and returns the published snapshot. Start
+// must be running. An unreadable kernel log does not stop the cycle: the xid
+// source reports it.
+func (a *Agent) Collect(ctx context.Context, full bool) *collector.Snapshot {
+	syncCtx, cancel := context.WithTimeout(ctx, a.opts.HealthInterval+5*time.Second)
+	_ = a.xid.Sync(syncCtx)
+	cancel()
+	if a.attr != nil && full {
+		_ = a.attr.Refresh(ctx)
+	}
+	return a.Runner.Cycle(ctx, full)
+}
+
+// Close saves the health state, stops DCGM and shuts NVML down. Run calls it.
+func (a *Agent) Close() error {
+	var errs []error
+	a.closeOne.Do(func() {
+		errs = append(errs, a.Health.Save())
+		if a.dcgm != nil {
+			errs = append(errs, a.dcgm.Close())
+		}
+		if a.nvmlErr == nil {
+			if ret := a.opts.NVML.Shutdown(); ret != gonvml.SUCCESS {
+				errs = append(errs, fmt.Errorf("NVML shutdown: %s", gonvml.ErrorString(ret)))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Handler serves the agent's HTTP endpoints.
+func (a *Agent) Handler() http.Handler {
+	return collector.NewHandler(collector.HandlerOptions{
+		Runner: a.Runner, Exporter: a.Exporter, Now: a.opts.Now,
+		Health: func() any { return a.Health.Report() },
+		Topology: func() any {
+			if a.topology == nil {
+				return nil
+			}
+			if t := a.topology.Topology(); t != nil {
+				return t
+			}
+			return nil
+		},
+	})
+}
+
+// Topology returns the node's discovered topology, nil before discovery.
+func (a *Agent) Topology() *telemetry.NodeTopology {
+	if a.topology == nil {
+		return nil
+	}
+	return a.topology.Topology()
+}
