@@ -167,6 +167,8 @@ type simNode struct {
 	gen   *simhw.WorkloadGenerator
 	dir   string
 	speed float64
+	// until is when the scenario's last fault has played out.
+	until time.Duration
 }
 
 func newSimNode(shape, faults string, seed int64, speed float64) (*simNode, error) {
@@ -201,6 +203,7 @@ func newSimNode(shape, faults string, seed int64, speed float64) (*simNode, erro
 		// every fault lands here.
 		for i := range sc.Faults {
 			sc.Faults[i].Node = s.node.Name()
+			s.until = max(s.until, sc.Faults[i].At+sc.Faults[i].Duration)
 		}
 		if err := s.fleet.Schedule(sc); err != nil {
 			return fail(fmt.Errorf("cannot schedule the faults from %s: %w", faults, err))
@@ -252,6 +255,21 @@ func (s *simNode) run(ctx context.Context) error {
 			return fmt.Errorf("simulated workload failed: %w", err)
 		}
 	}
+}
+
+// playScenario advances the node until its scenario has played out, for a
+// one-shot check.
+func (s *simNode) playScenario() error {
+	const step = 5 * time.Second
+	for elapsed := time.Duration(0); elapsed <= s.until; elapsed += step {
+		if err := s.fleet.Advance(step); err != nil {
+			return fmt.Errorf("simulated hardware failed to advance: %w", err)
+		}
+		if err := s.gen.Step(); err != nil {
+			return fmt.Errorf("simulated workload failed: %w", err)
+		}
+	}
+	return nil
 }
 
 func (s *simNode) cleanup() { os.RemoveAll(s.dir) }

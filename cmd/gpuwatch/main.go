@@ -27,6 +27,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"agent":   {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
+		"check":   {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
 		"demo":    {"run a simulated GPU fleet with a scripted fault story and print what the hardware does", runDemo},
 		"version": {"print the version and build information", runVersion},
 	}
@@ -56,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		var code exitCode
+		if errors.As(err, &code) {
+			return int(code)
 		}
 		fmt.Fprintf(stderr, "gpuwatch %s: %v\n", args[0], err)
 		if errors.Is(err, errUsage) {

@@ -208,8 +208,10 @@ func New(opts Options) (*Agent, error) {
 		}
 		stateFile = filepath.Join(opts.StateDir, name)
 	}
+	// DCGM's health watches reach the engine as incidents; the source is built
+	// below, so the engine asks through the agent.
 	eng, err := health.New(health.Options{Node: opts.Node, StateFile: stateFile, Now: opts.Now,
-		BootID: opts.BootID, Logger: log})
+		BootID: opts.BootID, Logger: log, Incidents: a.dcgmIncidents})
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +333,22 @@ func (a *Agent) Close() error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// dcgmIncidents turns DCGM's failed health watches into conditions.
+func (a *Agent) dcgmIncidents() []telemetry.Condition {
+	if a.dcgm == nil {
+		return nil
+	}
+	incs := a.dcgm.Incidents()
+	if len(incs) == 0 {
+		return nil
+	}
+	out := make([]telemetry.Condition, 0, len(incs))
+	for _, inc := range incs {
+		out = append(out, inc.Condition(telemetry.NodeID(a.opts.Node)))
+	}
+	return out
 }
 
 // Handler serves the agent's HTTP endpoints.

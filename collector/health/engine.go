@@ -50,6 +50,11 @@ type Options struct {
 	BootID string
 	// Logger receives state-file problems and condition changes; nil discards.
 	Logger *slog.Logger
+	// Incidents, when set, returns conditions other components detected, such as
+	// failed DCGM health watches; each cycle's answer is observed like the
+	// engine's own findings and clears once it has not been reported for
+	// ClearAfter. It must not block.
+	Incidents func() []telemetry.Condition
 }
 
 // Engine is the node health engine. It is a collector.XidSink and a
@@ -290,6 +295,7 @@ func (e *Engine) Derive(ctx context.Context, snap *collector.Snapshot, emit func
 	e.judgeGPUs(snap, now)
 	e.judgePorts(now)
 	e.judgeSources(snap, now)
+	e.judgeIncidents()
 	e.ingestXids(events, snap.Inventory, now)
 	e.judgeXids(now)
 	e.apply(snap.Inventory, now)
@@ -355,6 +361,22 @@ func (e *Engine) observe(c telemetry.Condition, p policy) {
 		return
 	}
 	e.obs[k] = &observation{c: c, policy: p}
+}
+
+// judgeIncidents observes the conditions other components report. A condition
+// for another node, or one that does not validate, is dropped.
+func (e *Engine) judgeIncidents() {
+	if e.opts.Incidents == nil {
+		return
+	}
+	for _, c := range e.opts.Incidents() {
+		if c.Target.Node != e.node || c.Validate() != nil {
+			continue
+		}
+		if c.Action.Rank() > 0 || c.Severity > telemetry.SeverityOK {
+			e.observe(c, policyQuiet)
+		}
+	}
 }
 
 // good records that the input behind a state-based condition was read and is good.
