@@ -13,13 +13,8 @@ import (
 	"time"
 )
 
-const lostScenario = `name: lost
-faults:
-  - at: 30s
-    node: node-01
-    gpu: 3
-    kind: gpu-lost
-`
+// lostScenario is the README's example: GPU 3 falls off the bus.
+const lostScenario = "../../docs/examples/gpu-lost.yaml"
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -33,10 +28,7 @@ func TestCheckHealthyAndLost(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "gpuwatch: healthy (8 GPUs)" {
 		t.Errorf("healthy node: exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
-	faults := filepath.Join(t.TempDir(), "lost.yaml")
-	if err := os.WriteFile(faults, []byte(lostScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	faults := lostScenario
 	code, out, errOut = runCmd(t, "check", "--simulate", "hgx-h100", "--faults", faults, "--state-dir", t.TempDir())
 	if code != 1 || !strings.HasPrefix(out, "gpuwatch: ") || !strings.Contains(out, "gpu=3") ||
 		!strings.Contains(out, "RESTART_BM") || strings.Count(out, "\n") != 1 || len(out) > 201 {
@@ -76,10 +68,7 @@ func calls(t *testing.T, path string) []string {
 }
 
 func TestCheckSlurmOwnsItsDrains(t *testing.T) {
-	faults := filepath.Join(t.TempDir(), "lost.yaml")
-	if err := os.WriteFile(faults, []byte(lostScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	faults := lostScenario
 	t.Run("unhealthy idle node is drained", func(t *testing.T) {
 		log := fakeScontrol(t, "NodeName=gpu01 State=IDLE ThreadsPerCore=1 Reason=none\n")
 		code, out, errOut := runCmd(t, "check", "--simulate", "hgx-h100", "--faults", faults, "--state-dir", t.TempDir(), "--slurm", "--slurm.node", "gpu01")
