@@ -126,8 +126,11 @@ type SourceStatus struct {
 	Err         string        `json:"error,omitempty"`
 	Duration    time.Duration `json:"duration"`
 	LastSuccess time.Time     `json:"last_success,omitzero"`
-	Errors      uint64        `json:"errors"`
-	Samples     int           `json:"samples"`
+	// LastData is when the source last emitted samples, even from a collection
+	// that failed in part (one unreadable file): the source is not silent.
+	LastData time.Time `json:"last_data,omitzero"`
+	Errors   uint64    `json:"errors"`
+	Samples  int       `json:"samples"`
 }
 
 // Deriver computes series from a cycle's snapshot: the health engine is one. The run

@@ -21,11 +21,13 @@ type RunnerOptions struct {
 	Inventory *Inventory
 	// Interval is the full collection schedule (every field of every source).
 	Interval time.Duration
-	// HealthInterval is the short schedule for HealthCollector sources. It is
-	// rounded so that Interval is a whole number of health ticks; zero or a value
-	// not below Interval means one schedule.
+	// HealthInterval is the short schedule for HealthCollector sources; a full
+	// cycle replaces every Interval/HealthInterval-th health tick (rounded down).
+	// Zero or a value not below Interval means one schedule.
 	HealthInterval time.Duration
-	// Timeout bounds one source's collection; zero means the health interval.
+	// Timeout bounds one source's collection in every cycle. Zero means the
+	// health interval in health cycles and the full interval in full cycles, so a
+	// slow first discovery (topology, DCGM's connect) is not cut short.
 	Timeout time.Duration
 	// OnPublish is called with every published snapshot, on the loop's goroutine
 	// (the exporter renders there, off the scrape path).
@@ -69,9 +71,6 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	if opts.HealthInterval <= 0 || opts.HealthInterval >= opts.Interval {
 		opts.HealthInterval = opts.Interval
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = opts.HealthInterval
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,6 +91,17 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		r.slots = append(r.slots, sl)
 	}
 	return r, nil
+}
+
+// timeout is the per-source bound of a cycle.
+func (r *Runner) timeout(full bool) time.Duration {
+	switch {
+	case r.opts.Timeout > 0:
+		return r.opts.Timeout
+	case full:
+		return r.opts.Interval
+	}
+	return r.opts.HealthInterval
 }
 
 // ticksPerFull is how many health ticks make one full interval.
@@ -163,7 +173,7 @@ func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
 	}
 	for _, d := range r.opts.Derivers {
 		start, t0 := r.opts.Now(), time.Now()
-		dctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		dctx, cancel := context.WithTimeout(ctx, r.timeout(full))
 		var derived []telemetry.Sample
 		err := d.Derive(dctx, snap, func(s telemetry.Sample) {
 			if s.Time.IsZero() {
@@ -194,7 +204,8 @@ func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
 // outlives the timeout finishes in the background; its samples are dropped.
 func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
 	start, t0 := r.opts.Now(), time.Now()
-	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	timeout := r.timeout(full)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	type result struct {
 		full, fast []telemetry.Sample
 		err        error
@@ -236,7 +247,13 @@ func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
 	case res = <-done:
 	case <-cctx.Done():
 		cancel()
-		sl.fail(r, fmt.Errorf("collection timed out after %s", r.opts.Timeout), time.Since(t0))
+		// What the source said last is no longer known to be true: serve nothing
+		// rather than stale values that look fresh.
+		sl.mu.Lock()
+		sl.full, sl.fast = nil, nil
+		sl.status.Samples = 0
+		sl.mu.Unlock()
+		sl.fail(r, fmt.Errorf("collection timed out after %s", timeout), time.Since(t0))
 		return
 	}
 	cancel()
@@ -255,6 +272,9 @@ func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
 	}
 	sl.status.Duration = dur
 	sl.status.Samples = len(sl.full) + len(sl.fast)
+	if len(res.full)+len(res.fast) > 0 {
+		sl.status.LastData = start
+	}
 	sl.mu.Unlock()
 	if res.err != nil {
 		sl.fail(r, res.err, dur)

@@ -249,7 +249,7 @@ func own(name string, typ MetricType, unit string, src Source, help string, labe
 }
 
 // catalog is the metric catalog; Metrics hands out copies.
-var catalog = []MetricDesc{
+var catalog = withGPUIdentity([]MetricDesc{
 	// Clocks, temperatures, power.
 	dcgm(DCGMSMClock, 100, MetricGauge, "MHz", SourceNVML, "SM clock frequency (in MHz)."),
 	dcgm(DCGMMemClock, 101, MetricGauge, "MHz", SourceNVML, "Memory clock frequency (in MHz)."),
@@ -423,12 +423,31 @@ var catalog = []MetricDesc{
 	own(MetricGPUAllocationInfo, MetricGauge, "", SourceAttribution, "The job or pod the GPU is allocated to; value is always 1 while allocated.",
 		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelJobID, LabelAccount, LabelUser, LabelPartition,
 		LabelPod, LabelNamespace, LabelContainer),
-	own(MetricGPUProcesses, MetricGauge, "", SourceAttribution, "Number of compute processes running on the GPU.", gpuLabels...),
-}
+	own(MetricGPUProcesses, MetricGauge, "", SourceAttribution, "Number of processes (compute and graphics) running on the GPU.", gpuLabels...),
+})
 
 func withNVMLField(id int, d MetricDesc) MetricDesc {
 	d.NVMLFieldID = id
 	return d
+}
+
+// withGPUIdentity completes the label list of every gpuwatch_* series keyed by a
+// GPU with the GPU's identity, gpu_uuid and pci_bus_id, which the agent's exporter
+// adds from its inventory to every such series: sources name the GPU by index only.
+func withGPUIdentity(ds []MetricDesc) []MetricDesc {
+	for i := range ds {
+		d := &ds[i]
+		at := slices.Index(d.Labels, LabelGPUIndex)
+		if d.Family != FamilyGPUWatch || at < 0 {
+			continue
+		}
+		for _, k := range []string{LabelPCIBusID, LabelGPUUUID} {
+			if !slices.Contains(d.Labels, k) {
+				d.Labels = slices.Insert(slices.Clone(d.Labels), at+1, k)
+			}
+		}
+	}
+	return ds
 }
 
 // metricIndex maps names to catalog positions; built once, never written after.

@@ -31,9 +31,11 @@ type agentFlags struct {
 	speed     float64
 	stateDir  string
 	fromStart bool
+	fs        *flag.FlagSet
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet, defaultStateDir string) {
+	f.fs = fs
 	fs.StringVar(&f.o.Node, "node", "", "node name as the scheduler knows it (default: the host name)")
 	fs.StringVar(&f.o.SysfsRoot, "path.sysfs", "/sys", "sysfs mount point (InfiniBand and PCI devices are read under it)")
 	fs.StringVar(&f.o.ProcRoot, "path.proc", "/proc", "procfs mount point (process cgroups for Slurm job attribution)")
@@ -90,6 +92,20 @@ func (f *agentFlags) options(stderr io.Writer) (o agent.Options, sim *simNode, e
 		}
 		o.NVML = gonvml.New()
 		return o, nil, nil
+	}
+	// The simulated node has its own files and no DCGM; a flag pointing elsewhere
+	// would be silently ignored, so it is an error. Its health state stays in
+	// memory unless asked: a simulated node's state file must never replace a real
+	// node's in /var/lib/gpuwatch.
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, n := range []string{"path.sysfs", "path.proc", "path.kmsg", "dcgm.address", "kubelet.socket"} {
+		if set[n] {
+			return o, nil, fmt.Errorf("%w: --%s cannot be used with --simulate: the simulated node has its own", errUsage, n)
+		}
+	}
+	if !set["state-dir"] {
+		o.StateDir = ""
 	}
 	sim, err = newSimNode(f.simulate, f.faults, f.seed, f.speed)
 	if err != nil {

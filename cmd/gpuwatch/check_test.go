@@ -180,3 +180,10 @@ func TestAgentCommandBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSimulateRejectsRealPaths(t *testing.T) {
+	code, _, errOut := runCmd(t, "agent", "--simulate", "hgx-h100", "--path.sysfs", "/sys")
+	if code != 2 || !strings.Contains(errOut, "--path.sysfs cannot be used with --simulate") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -262,6 +262,9 @@ func TestAgentFaults(t *testing.T) {
 		t.Errorf("mlx5_6 state = %v, want 1 (down)", v)
 	}
 
+	checkLabelsDeclared(t, fams)
+	checkLabelsDeclared(t, s.metrics()) // with the health conditions rendered
+
 	r := s.health()
 	want := map[string]telemetry.ConditionKind{ // target → a condition it must carry
 		s.node.Name() + "/gpu3":         telemetry.ConditionGPULost,
@@ -350,5 +353,36 @@ func TestAgentRealFixtures(t *testing.T) {
 	}
 	if n < 30 {
 		t.Fatalf("only %d node_exporter lines compared", n)
+	}
+}
+
+// checkLabelsDeclared fails for any exported label the catalog does not declare
+// for its series: the catalog is what docs/metrics.md and dashboards rely on.
+func checkLabelsDeclared(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	for name, f := range fams {
+		d, ok := telemetry.LookupMetric(name)
+		if !ok {
+			if !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") && !strings.HasPrefix(name, "promhttp_") {
+				t.Errorf("%s is not in the catalog", name)
+			}
+			continue
+		}
+		allowed := map[string]bool{}
+		for _, l := range d.Labels {
+			allowed[l] = true
+		}
+		if d.Family == telemetry.FamilyDCGMExporter {
+			for _, l := range []string{telemetry.DCGMLabelPod, telemetry.DCGMLabelNamespace, telemetry.DCGMLabelContainer} {
+				allowed[l] = true
+			}
+		}
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if !allowed[l.GetName()] {
+					t.Errorf("%s carries label %q, which the catalog does not declare (%v)", name, l.GetName(), d.Labels)
+				}
+			}
+		}
 	}
 }

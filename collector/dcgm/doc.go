@@ -16,7 +16,7 @@
 // successful Init: any other call made after a failed Init (or without Init) jumps to
 // an unresolved symbol and kills the process, which no recover can catch. Every
 // library call here therefore sits behind a small state machine (down → connecting →
-// up → down, see conn.go) that only calls the library in the up state, or from the
+// up → down, in source.go; library.go guards each call) that only calls the library in the up state, or from the
 // connection attempt once Init has succeeded; the state machine is tested with a
 // fake library, and the real library is tested on a machine without DCGM.
 //

@@ -199,13 +199,14 @@ func TestRules(t *testing.T) {
 			if r.State != wantState && !(c.Severity == telemetry.SeverityFatal && r.State == telemetry.StateDrained) {
 				t.Errorf("node state %s with a %s condition, want %s", r.State, c.Severity, wantState)
 			}
-			// The condition is exported with the catalog's labels, node aside.
+			// The condition is exported with the catalog's labels, except those
+			// the exporter adds (node, and the GPU's uuid and PCI address).
 			var found bool
 			for _, s := range h.out {
 				if s.Name == telemetry.MetricHealthCondition && s.Labels.Get(telemetry.LabelCondition) == string(c.Kind) {
 					found = true
 					d, _ := telemetry.LookupMetric(s.Name)
-					if len(s.Labels) != len(d.Labels)-1 {
+					if len(s.Labels) != len(d.Labels)-3 {
 						t.Errorf("condition labels %s, catalog %v", s.Labels, d.Labels)
 					}
 					if s.Labels.Get(telemetry.LabelTarget) != tt.want.target || s.Labels.Get(telemetry.LabelAction) != string(tt.want.action) {

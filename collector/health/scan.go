@@ -560,10 +560,16 @@ func (e *Engine) judgeSources(snap *collector.Snapshot, now time.Time) {
 		} else if tr.downSince.IsZero() {
 			tr.downSince = now
 		}
+		// A source that failed in part (one unreadable file) but still delivers
+		// data is not silent: its up=0 says enough.
+		heard := st.LastSuccess
+		if st.LastData.After(heard) {
+			heard = st.LastData
+		}
 		var silent time.Duration
 		switch {
-		case !st.LastSuccess.IsZero():
-			silent = now.Sub(st.LastSuccess)
+		case !heard.IsZero():
+			silent = now.Sub(heard)
 		case !st.Up:
 			silent = now.Sub(tr.downSince)
 		}

@@ -117,8 +117,9 @@ func (s *Source) due(st *state, now time.Time) bool {
 	return now.Sub(st.at) >= wait
 }
 
-// Refresh discovers the topology now (a GPU reset or hot-plug makes the agent call
-// it) and returns the discovery's errors.
+// Refresh discovers the topology now, for a caller that knows it changed (a GPU
+// reset or hot-plug) instead of waiting for the next refresh; it returns the
+// discovery's errors.
 func (s *Source) Refresh() error {
 	return s.discover(s.opts.Now()).err
 }

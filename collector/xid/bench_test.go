@@ -67,7 +67,7 @@ func BenchmarkCollect(b *testing.B) {
 	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.Collect(ctx, func(telemetry.Sample) { n++ }); err != nil {
+		if err := s.CollectHealth(ctx, func(telemetry.Sample) { n++ }); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -478,9 +478,13 @@ func (s *Source) forward(out []collector.XidEvent) {
 	}
 }
 
-// Collect emits the counters accumulated so far; it never waits for the log. It
+// Collect emits nothing: the xid source's series are health-critical and come from
+// CollectHealth on the short schedule, so a full cycle does not repeat them.
+func (s *Source) Collect(context.Context, func(telemetry.Sample)) error { return nil }
+
+// CollectHealth emits the counters accumulated so far; it never waits for the log. It
 // returns the reader's error, if the kernel log cannot be read, after emitting.
-func (s *Source) Collect(ctx context.Context, emit func(telemetry.Sample)) error {
+func (s *Source) CollectHealth(ctx context.Context, emit func(telemetry.Sample)) error {
 	s.flush()
 	now := s.now()
 	s.mu.Lock()

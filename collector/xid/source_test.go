@@ -78,7 +78,7 @@ func testInventory(t testing.TB) *collector.Inventory {
 func collect(t testing.TB, s *Source) []telemetry.Sample {
 	t.Helper()
 	var out []telemetry.Sample
-	if err := s.Collect(context.Background(), func(x telemetry.Sample) { out = append(out, x) }); err != nil {
+	if err := s.CollectHealth(context.Background(), func(x telemetry.Sample) { out = append(out, x) }); err != nil {
 		t.Fatalf("Collect: %v", err)
 	}
 	checkCatalog(t, out)

@@ -290,12 +290,12 @@ func TestMissingLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kmsg.log")
 	s := tailFixture(t, path, Options{})
 	waitFor(t, func() bool {
-		err := s.Collect(context.Background(), func(telemetry.Sample) {})
+		err := s.CollectHealth(context.Background(), func(telemetry.Sample) {})
 		return err != nil && errors.Is(err, os.ErrNotExist) && strings.Contains(err.Error(), path)
 	})
 	appendFile(t, path, "4,7,1000,-;"+strings.TrimPrefix(xidLine(48, "DBE"), "[ 100.000000] "))
 	waitFor(t, func() bool { return s.Stats().Accepted == 1 })
-	if err := s.Collect(context.Background(), func(telemetry.Sample) {}); err != nil {
+	if err := s.CollectHealth(context.Background(), func(telemetry.Sample) {}); err != nil {
 		t.Errorf("Collect after the log appeared: %v", err)
 	}
 }
@@ -366,7 +366,7 @@ func TestDevKmsg(t *testing.T) {
 		if fromStart && st.Lines == 0 {
 			t.Errorf("read no records from the start of /dev/kmsg: %+v", st)
 		}
-		if err := s.Collect(context.Background(), func(telemetry.Sample) {}); err != nil {
+		if err := s.CollectHealth(context.Background(), func(telemetry.Sample) {}); err != nil {
 			t.Errorf("Collect: %v", err)
 		}
 		t.Logf("fromStart=%v: %+v", fromStart, st)
