@@ -12,19 +12,24 @@ import (
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
-	o := demo.Options{Out: stdout}
-	fs.IntVar(&o.Nodes, "nodes", 16, "number of simulated HGX H100 nodes")
+	o := demo.Options{Out: stdout, Version: version}
+	fs.IntVar(&o.Nodes, "nodes", 16, "number of simulated HGX H100 nodes, each with its own gpuwatch agent")
 	fs.IntVar(&o.NodesPerLeaf, "nodes-per-leaf", 8, "nodes under each leaf switch")
 	fs.DurationVar(&o.Duration, "duration", 0, "simulated time to run, then print the summary and exit (0: until interrupted)")
 	fs.Float64Var(&o.Speed, "speed", 1, "simulated seconds per wall-clock second")
 	fs.DurationVar(&o.Interval, "interval", time.Minute, "simulated time between fleet summaries")
+	fs.DurationVar(&o.Tick, "tick", 5*time.Second, "simulated step of the hardware model; each agent runs a health cycle after every step")
+	fs.IntVar(&o.FullEvery, "full-every", 6, "ticks between the agents' full collections")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for the simulated fleet and its workload")
-	fs.StringVar(&o.Dir, "dir", "", "keep each node's simulated files (sysfs, kernel log) under this directory instead of a temporary one")
+	fs.StringVar(&o.Dir, "dir", "", "keep each node's simulated files (sysfs, kernel log) and agent state under this directory instead of a temporary one")
+	fs.IntVar(&o.ListenBase, "listen-base", 0, "serve node i's agent on 127.0.0.1:PORT+i (0: free ports, printed at the start)")
+	fs.StringVar(&o.ShowMetrics, "show-metrics", "", "print this node's whole /metrics at the end (default: the health and Xid series of the worst node)")
 	faults := fs.String("faults", "", "fault scenario YAML file (default: the built-in story)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch demo [flags]")
 		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs a simulated GPU fleet with a scripted fault story and prints what the hardware does.")
+		fmt.Fprintln(stderr, "Runs a simulated GPU fleet with a scripted fault story and one gpuwatch agent per node, serves")
+		fmt.Fprintln(stderr, "each agent's /metrics on loopback, and prints what the agents report.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}

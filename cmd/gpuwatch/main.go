@@ -28,7 +28,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"agent":   {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
 		"check":   {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
-		"demo":    {"run a simulated GPU fleet with a scripted fault story and print what the hardware does", runDemo},
+		"demo":    {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
 		"version": {"print the version and build information", runVersion},
 	}
 }

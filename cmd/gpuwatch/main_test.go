@@ -24,6 +24,8 @@ func TestRun(t *testing.T) {
 		{name: "demo bad speed", args: []string{"demo", "--speed", "0"}, code: 2, stderr: "-speed must be positive"},
 		{name: "demo missing faults file", args: []string{"demo", "--faults", "/nonexistent/story.yaml"}, code: 1, stderr: "/nonexistent/story.yaml"},
 		{name: "demo runs", args: []string{"demo", "--nodes", "2", "--duration", "2m", "--speed", "100000"}, code: 0, stdout: "fleet: 16 GPUs"},
+		{name: "demo shows metrics", args: []string{"demo", "--nodes", "2", "--duration", "30s", "--speed", "100000", "--show-metrics", "node-02"}, code: 0, stdout: `DCGM_FI_DEV_GPU_TEMP{DCGM_FI_DRIVER_VERSION=`},
+		{name: "demo shows metrics of no node", args: []string{"demo", "--nodes", "2", "--show-metrics", "node-09"}, code: 1, stderr: `--show-metrics "node-09": no such node`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

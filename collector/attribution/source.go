@@ -264,6 +264,11 @@ func (s *Source) refreshProcs(now time.Time) (procResult, error) {
 			continue
 		}
 		pids, err := s.gpuPIDs(g)
+		if errors.Is(err, errGPULost) {
+			// Lost since discovery: like the NVML source, not an error of this
+			// source (gpuwatch_gpu_lost says it); the GPU has no count.
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -309,6 +314,9 @@ func (s *Source) refreshProcs(now time.Time) (procResult, error) {
 	return res, errors.Join(errs...)
 }
 
+// errGPULost is gpuPIDs' answer for a GPU NVML reports lost.
+var errGPULost = errors.New("GPU is lost")
+
 // gpuPIDs lists the compute and graphics processes on a GPU, each once.
 func (s *Source) gpuPIDs(g collector.GPUInfo) ([]uint32, error) {
 	dev, ret := s.opts.NVML.DeviceGetHandleByIndex(g.Index)
@@ -316,6 +324,9 @@ func (s *Source) gpuPIDs(g collector.GPUInfo) ([]uint32, error) {
 		return nil, fmt.Errorf("GPU %d: DeviceGetHandleByIndex: %v", g.Index, nvml.ErrorString(ret))
 	}
 	compute, ret := dev.GetComputeRunningProcesses()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return nil, errGPULost
+	}
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("GPU %d: GetComputeRunningProcesses: %v", g.Index, nvml.ErrorString(ret))
 	}

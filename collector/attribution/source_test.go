@@ -219,6 +219,30 @@ func TestOneGPUFailingLosesOnlyItsValues(t *testing.T) {
 	}
 }
 
+// TestLostGPUIsNotAnError: a GPU lost after discovery loses its count, as a
+// failing one does, but the refresh does not fail: the NVML source reports the GPU
+// lost, and a source error would make the health engine call attribution stale.
+func TestLostGPUIsNotAnError(t *testing.T) {
+	_, n, inv := simNode(t, true)
+	if err := n.Inject(simhw.Fault{Kind: simhw.FaultGPULost, GPU: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{NVML: n.NVML(), Inventory: inv, ProcRoot: n.ProcRoot(), KubeletSocket: "-", LookupUser: lookupUser})
+	if err := s.Refresh(context.Background()); err != nil {
+		t.Errorf("Refresh with GPU 3 lost: %v", err)
+	}
+	got, err := collectAll(t, s)
+	if err != nil {
+		t.Errorf("Collect: %v", err)
+	}
+	if _, ok := got[procs(3)]; ok {
+		t.Errorf("lost GPU 3 still has a process count: %v", got)
+	}
+	if _, ok := got[procs(2)]; !ok || len(got) != 7 {
+		t.Errorf("samples = %v; want the seven GPUs that answer", got)
+	}
+}
+
 func writeProc(t testing.TB, root string, pid int, cgroup, status, environ string) {
 	t.Helper()
 	dir := filepath.Join(root, fmt.Sprint(pid))

@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
 )
 
@@ -33,17 +31,29 @@ type Options struct {
 	Speed float64
 	// Interval is the simulated time between fleet summaries (1m).
 	Interval time.Duration
-	// Tick is the simulated step of the hardware model (5s).
+	// Tick is the simulated step of the hardware model and the agents' health
+	// interval (5s): after every step each agent runs one health cycle.
 	Tick time.Duration
+	// FullEvery is how many ticks make one full collection of every field (6: 30 s
+	// of simulated time at the default tick).
+	FullEvery int
 	// Faults is the YAML fault scenario; nil plays DefaultStory.
 	Faults []byte
 	// FaultsName names Faults in error messages (a file path).
 	FaultsName string
 	// Seed makes the fleet and its workload reproducible (1).
 	Seed int64
-	// Dir holds each node's simulated files (sysfs tree, kernel log); "" uses a
-	// temporary directory removed at the end.
+	// Dir holds each node's simulated files (sysfs tree, kernel log) and its agent's
+	// health state; "" uses a temporary directory removed at the end.
 	Dir string
+	// ListenBase, when positive, serves node i's agent (0-based) on
+	// 127.0.0.1:ListenBase+i; 0 picks free ports.
+	ListenBase int
+	// ShowMetrics names a node whose whole /metrics text is printed at the end;
+	// "" prints an excerpt (health and Xid series) of the worst node's.
+	ShowMetrics string
+	// Version is reported by the agents' gpuwatch_build_info.
+	Version string
 	// Out receives the live summary.
 	Out io.Writer
 
@@ -66,6 +76,9 @@ func (o *Options) fill() error {
 	if o.Tick == 0 {
 		o.Tick = 5 * time.Second
 	}
+	if o.FullEvery == 0 {
+		o.FullEvery = 6
+	}
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
@@ -84,20 +97,39 @@ func (o *Options) fill() error {
 		return fmt.Errorf("interval and tick must be positive, got %s and %s", o.Interval, o.Tick)
 	case o.Tick > o.Interval:
 		return fmt.Errorf("tick %s must not exceed the summary interval %s", o.Tick, o.Interval)
+	case o.FullEvery < 1:
+		return fmt.Errorf("full collection every %d ticks: must be at least 1", o.FullEvery)
+	case o.ListenBase < 0 || o.ListenBase > 0 && o.ListenBase+o.Nodes-1 > 65535:
+		return fmt.Errorf("listen base port %d: the %d nodes need ports %d-%d, within 1-65535", o.ListenBase, o.Nodes, o.ListenBase, o.ListenBase+o.Nodes-1)
 	}
 	return nil
 }
 
-// Result is what a finished demo run observed, for tests and the final summary.
+// Result is what a finished demo run observed through the agents, for tests and
+// the final summary.
 type Result struct {
 	Simulated time.Duration
-	Xids      []Event // every Xid read from the kernel logs, in order
-	Events    []Event // everything else the observer noticed change
-	Last      Snapshot
+	// Events are what the agents reported changing, in order: Xids counted, health
+	// conditions raised, changed and cleared, node states.
+	Events []Event
+	// Nodes are the agents as they were at the end.
+	Nodes []NodeView
+	// Metrics is the /metrics text of Options.ShowMetrics (or of the worst node)
+	// as served over HTTP at the end.
+	Metrics     string
+	MetricsNode string
+	// Cycles counts the agents' collection cycles: health-only and full.
+	HealthCycles, FullCycles int
+	// AgentCPU is the CPU time the process used while the agents ran their
+	// cycles (the simulator waits meanwhile), for the cost line.
+	AgentCPU time.Duration
+
+	acct accounting
 }
 
-// Run builds the fleet, plays the story and prints the live summary until the
-// simulated Duration has passed or ctx is done.
+// Run builds the fleet and one gpuwatch agent per node, plays the story, drives
+// the agents' collection cycles in step with simulated time and prints what the
+// agents report, until the simulated Duration has passed or ctx is done.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
@@ -128,6 +160,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the simulated fleet: %w", err)
 	}
+	if o.ShowMetrics != "" && fleet.Node(o.ShowMetrics) == nil {
+		return nil, fmt.Errorf("--show-metrics %q: no such node (the fleet has %s … %s)", o.ShowMetrics,
+			fleet.Nodes()[0].Name(), fleet.Nodes()[o.Nodes-1].Name())
+	}
 	skipped := 0
 	if o.builtin {
 		// The built-in story is written for 16 nodes; on a smaller fleet, play the
@@ -145,32 +181,43 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("cannot materialize the simulated fleet: %w", err)
 	}
 
-	obs, err := newObserver(fleet)
+	agents, err := startAgents(fleet, o, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer obs.close()
+	defer agents.stop()
+
+	res := &Result{}
 	p := newPrinter(o.Out, fleet.Start())
+	cycle := func(full bool) {
+		evs, d := agents.collect(ctx, full)
+		res.Events = append(res.Events, evs...)
+		res.AgentCPU += d
+		if full {
+			res.FullCycles += len(agents.nodes)
+			res.acct.add(agents.views(), fleet.Now())
+		} else {
+			res.HealthCycles += len(agents.nodes)
+		}
+		p.events(evs)
+	}
+	// The first cycle is a full one, as when an agent starts.
+	evs, d := agents.collect(ctx, true)
+	res.Events, res.AgentCPU, res.FullCycles = evs, d, len(agents.nodes)
+	res.acct.add(agents.views(), fleet.Now())
 	p.header(fleet, sc, o)
 	if skipped > 0 {
 		fmt.Fprintf(o.Out, "(%d faults of the built-in story are on nodes beyond --nodes %d and are skipped)\n\n", skipped, o.Nodes)
 	}
+	p.first(agents.views())
+	fmt.Fprintln(o.Out)
+	p.events(evs)
 
-	res := &Result{}
 	nextSummary := time.Duration(0)
-	var wallStart = time.Now()
-	for elapsed := time.Duration(0); ; {
+	wallStart := time.Now()
+	for elapsed, tick := time.Duration(0), 0; ; {
 		if elapsed >= nextSummary {
-			snap := obs.snapshot(fleet.Now())
-			res.Last = snap
-			res.Events = append(res.Events, obs.changes...)
-			p.events(obs.changes)
-			obs.changes = nil
-			if nextSummary == 0 {
-				p.table(snap)
-				fmt.Fprintln(o.Out)
-			}
-			p.summary(snap)
+			p.summary(fleet.Now(), agents.views())
 			nextSummary += o.Interval
 		}
 		if o.Duration > 0 && elapsed >= o.Duration {
@@ -198,25 +245,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return res, fmt.Errorf("simulated workload failed: %w", err)
 		}
 		elapsed += step
-		xids, err := obs.readLogs(fleet.Now())
-		if err != nil {
-			return res, err
-		}
-		res.Xids = append(res.Xids, xids...)
-		p.events(xids)
+		tick++
+		// A full cycle every FullEvery ticks, and at the very end so that the final
+		// summary has every field fresh.
+		cycle(tick%o.FullEvery == 0 || (o.Duration > 0 && elapsed >= o.Duration))
 	}
 	res.Simulated = fleet.Now().Sub(fleet.Start())
-	p.final(res, obs)
+	res.Nodes = agents.views()
+	res.MetricsNode = o.ShowMetrics
+	if res.MetricsNode == "" {
+		res.MetricsNode = worstNode(res.Nodes)
+	}
+	if res.Metrics, err = agents.fetch(res.MetricsNode, "/metrics"); err != nil {
+		return res, err
+	}
+	p.final(res, o.ShowMetrics != "")
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return res, err
 	}
 	return res, nil
-}
-
-// initNVML initialises one node's NVML the way the agent does.
-func initNVML(lib nvml.Interface, node string) error {
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return fmt.Errorf("cannot initialise NVML on %s: %s", node, nvml.ErrorString(ret))
-	}
-	return nil
 }

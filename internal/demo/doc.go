@@ -1,10 +1,16 @@
 // Package demo runs `gpuwatch demo`: a simulated fleet (collector/simhw) playing a
-// scripted fault story, read back through the same paths the agent reads real
-// hardware with (go-nvml's nvml.Interface, procfs over /sys/class/infiniband, the
-// kernel log with collector/xid), and summarised live for a human.
+// scripted fault story, with the real gpuwatch agent (collector/agent) on every
+// node, and what the agents report summarised live for a human.
+//
+// Each agent is built exactly as `gpuwatch agent --simulate` builds one: it reads
+// its node through go-nvml's nvml.Interface, the node's /sys tree and its kernel
+// log, judges health with the catalog-driven engine, and serves /metrics, /health,
+// /topology and /sources on a loopback port that the demo prints. The demo loop
+// advances simulated time and then runs one collection cycle on every agent (a full
+// one every few ticks), so the agents' clocks and schedules are simulated time.
 //
 // The demo never looks inside the simulator to learn what happened: everything it
-// prints was observed at the hardware boundary, so what it shows is what gpuwatch
-// would see on real GPUs. Later pieces (the agent, the store, placement, drain, fair
-// share) join the demo as they land.
+// prints comes from the agents' snapshots and health reports, so what it shows is
+// what gpuwatch would see on real GPUs. Later pieces (the store, placement, drain,
+// fair share) join the demo as they land.
 package demo

@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -45,158 +46,187 @@ func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options) {
 	}
 	fmt.Fprintf(p.w, "simulated time starts at %s and runs %s %s; files under each node's directory in %s\n",
 		f.Start().Format(time.RFC3339), run, speed, f.Spec().Root)
-	fmt.Fprintln(p.w, "everything below was read back through NVML, /sys/class/infiniband (procfs) and the kernel log")
+	fmt.Fprintf(p.w, "one gpuwatch agent per node reads it through NVML, /sys and the kernel log: health cycle every %s, full every %s of simulated time\n",
+		o.Tick, time.Duration(o.FullEvery)*o.Tick)
+	fmt.Fprintf(p.w, "each agent serves /metrics, /health, /topology and /sources on loopback (URLs below); `--show-metrics NODE` prints one at the end\n")
 	fmt.Fprintln(p.w)
+}
+
+// first prints the agents as they came up: what they found and where they serve.
+func (p *printer) first(nodes []NodeView) {
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tLEAF\tGPUS\tSOURCES UP\tSAMPLES\tSTATE\tMETRICS")
+	for _, n := range nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%d\t%s\t%s/metrics\n", n.Name, n.Leaf, len(n.GPUs), n.SourcesUp, n.Sources,
+			n.Samples, n.Report.State, n.URL)
+	}
+	tw.Flush()
+}
+
+// shown reports whether the live summary prints an event. Info-level conditions
+// with no action (a busy H100 held at its power cap) are counted, not printed.
+func shown(e Event) bool {
+	switch e.Kind {
+	case EventRaised, EventChanged, EventCleared:
+		return e.Severity >= telemetry.SeverityWarning || e.Action != telemetry.ActionNone
+	}
+	return true
+}
+
+// notable reports whether a condition is worth a place in the tables: the same
+// test as shown.
+func notable(c telemetry.Condition) bool {
+	return c.Severity >= telemetry.SeverityWarning || c.Action != telemetry.ActionNone
 }
 
 func (p *printer) events(evs []Event) {
 	for _, e := range evs {
+		if !shown(e) {
+			continue
+		}
 		where := e.Node
-		if e.GPU >= 0 {
-			where += fmt.Sprintf(" gpu%d", e.GPU)
+		if e.Target != "" {
+			where += " " + e.Target
 		}
 		act := ""
 		if e.Action != telemetry.ActionNone {
 			act = "  → " + string(e.Action)
 		}
-		text := e.Text
-		if len(text) > 110 {
-			text = text[:107] + "..."
+		var text string
+		switch e.Kind {
+		case EventXid:
+			name := "(not in the catalog)"
+			if info, ok := telemetry.LookupXid(e.Xid); ok {
+				name = strings.Join(strings.Fields(info.Mnemonic), " ")
+			}
+			text = fmt.Sprintf("Xid %d %s counted ×%d", e.Xid, name, e.Count)
+			if e.Action == telemetry.ActionNone {
+				act = "  (the driver's recovery action)"
+			}
+		case EventRaised, EventChanged:
+			text = fmt.Sprintf("%s %s [%s]: %s", e.Kind, e.Condition, e.Severity, e.Text)
+			if i := strings.Index(text, " → "); i > 0 && act != "" && strings.HasSuffix(text, act[2:]) {
+				text = text[:i] // the Xid condition's message ends with its action
+			}
+		case EventCleared:
+			text, act = fmt.Sprintf("cleared %s", e.Condition), ""
+		case EventState:
+			text, act = fmt.Sprintf("node %s → %s%s", e.From, e.To, e.Text), ""
 		}
-		fmt.Fprintf(p.w, "%s  %-14s %s%s\n", p.offset(e.At), where, text, act)
+		if r := []rune(text); len(r) > 100 {
+			text = string(r[:97]) + "..."
+		}
+		fmt.Fprintf(p.w, "%s  %-20s %s%s\n", p.offset(e.At), where, text, act)
 	}
 }
 
-// fleetTotals are the one-line numbers of a snapshot.
-type fleetTotals struct {
-	gpus, busy, allocated, lost, failing, throttled int
-	utilSum                                         float64
-	powerW                                          float64
-	hottest                                         uint32
-	hottestAt                                       string
-	linksUp, links                                  int
-	portsUp, ports                                  int
-	xids                                            int
-}
-
-func totals(s Snapshot) fleetTotals {
-	var t fleetTotals
-	for _, n := range s.Nodes {
-		t.xids += n.Xids
-		for _, g := range n.GPUs {
-			t.gpus++
-			if g.Lost {
-				t.lost++
-				continue
-			}
-			if g.Err != "" {
-				t.failing++
-				continue
-			}
-			if g.Procs > 0 {
-				t.allocated++
-			}
-			if g.Util >= 5 {
-				t.busy++
-			}
-			if g.slowed() {
-				t.throttled++
-			}
-			t.utilSum += float64(g.Util)
-			t.powerW += g.PowerW
-			t.linksUp += g.LinksUp
-			t.links += g.Links
-			if g.TempC > t.hottest {
-				t.hottest, t.hottestAt = g.TempC, fmt.Sprintf("%s/gpu%d", n.Name, g.Index)
-			}
-		}
-		for _, pt := range n.Ports {
-			t.ports++
-			if pt.Active {
-				t.portsUp++
-			}
-		}
-	}
-	return t
-}
-
-func (p *printer) summary(s Snapshot) {
-	t := totals(s)
+func (p *printer) summary(at time.Time, nodes []NodeView) {
+	t := totals(nodes)
 	util := 0.0
-	if up := t.gpus - t.lost - t.failing; up > 0 {
+	if up := t.gpus - t.lost - t.silent; up > 0 {
 		util = t.utilSum / float64(up)
 	}
-	fmt.Fprintf(p.w, "%s  fleet: %d GPUs, %d allocated, %d busy, %d lost, %d not answering, %d slowed | util %.0f%% | %.1f kW | hottest %d C (%s) | NVLink %d/%d | IB %d/%d | %d Xids\n",
-		p.offset(s.At), t.gpus, t.allocated, t.busy, t.lost, t.failing, t.throttled, util, t.powerW/1000, t.hottest, t.hottestAt,
-		t.linksUp, t.links, t.portsUp, t.ports, t.xids)
+	var states []string
+	for s := telemetry.StateHealthy; s <= telemetry.StateProbation; s++ {
+		if n := t.states[s]; n > 0 {
+			states = append(states, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(p.w, "%s  fleet: %d GPUs, %d allocated, %d busy, %d lost, %d silent | util %.0f%% | %.1f kW | hottest %.0f C (%s) | NVLink %d/%d | IB %d/%d | %d Xids | %d conditions | nodes %s\n",
+		p.offset(at), t.gpus, t.allocated, t.busy, t.lost, t.silent, util, t.powerW/1000, t.hottest, t.hottestAt,
+		t.linksUp, t.links, t.portsUp, t.ports, t.xids, t.conditions, strings.Join(states, ", "))
 }
 
-// table prints one row per node.
-func (p *printer) table(s Snapshot) {
+// table prints one row per node: its health and its numbers.
+func (p *printer) table(nodes []NodeView) {
 	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tLEAF\tGPUS\tALLOC\tDOWN\tUTIL\tPOWER\tMAX TEMP\tNVLINK UP\tIB UP\tXIDS\tNOTES")
-	for _, n := range s.Nodes {
-		var alloc, lost int
-		var util, power float64
-		var maxT uint32
+	fmt.Fprintln(tw, "NODE\tSTATE\tACTION\tALLOC\tUTIL\tPOWER\tMAX TEMP\tNVLINK UP\tIB UP\tXIDS\tCONDITIONS")
+	for _, n := range nodes {
+		var alloc, ok int
+		var util, power, maxT float64
 		var up, links, portsUp int
-		var notes []string
 		for _, g := range n.GPUs {
-			if g.Lost {
-				lost++
-				notes = append(notes, fmt.Sprintf("gpu%d lost", g.Index))
+			if g.Lost || !g.Answered {
 				continue
 			}
-			if g.Err != "" {
-				lost++
-				notes = append(notes, fmt.Sprintf("gpu%d not answering (%s)", g.Index, g.Err))
-				continue
-			}
+			ok++
 			if g.Procs > 0 {
 				alloc++
 			}
-			util += float64(g.Util)
+			util += g.Util
 			power += g.PowerW
 			maxT = max(maxT, g.TempC)
 			up += g.LinksUp
 			links += g.Links
-			if g.Pending {
-				notes = append(notes, fmt.Sprintf("gpu%d remap pending", g.Index))
-			}
-			if g.thermal() {
-				notes = append(notes, fmt.Sprintf("gpu%d thermal slowdown", g.Index))
-			}
-			if g.powerCapped() {
-				notes = append(notes, fmt.Sprintf("gpu%d power capped at %.0f W", g.Index, g.PowerW))
-			}
 		}
 		for _, pt := range n.Ports {
 			if pt.Active {
 				portsUp++
-			} else {
-				notes = append(notes, fmt.Sprintf("%s %s", pt.Device, strings.ToLower(pt.State)))
 			}
 		}
-		if ok := len(n.GPUs) - lost; ok > 0 {
+		if ok > 0 {
 			util /= float64(ok)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%.1f kW\t%d C\t%d/%d\t%d/%d\t%d\t%s\n",
-			n.Name, n.Leaf, len(n.GPUs), alloc, lost, util, power/1000, maxT, up, links, portsUp, len(n.Ports), n.Xids,
-			strings.Join(notes, ", "))
+		act := string(n.Report.Action)
+		if act == "" {
+			act = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f%%\t%.1f kW\t%.0f C\t%d/%d\t%d/%d\t%d\t%s\n",
+			n.Name, n.Report.State, act, alloc, util, power/1000, maxT, up, links, portsUp, len(n.Ports), n.Xids,
+			conditionList(n))
 	}
 	tw.Flush()
 }
 
-func (p *printer) final(res *Result, o *observer) {
+// conditionList is a node's active conditions grouped by target, worst first:
+// "gpu3: xid ecc-dbe; mlx5_6/port1: ib-down".
+func conditionList(n NodeView) string {
+	var order []string
+	by := map[string][]string{}
+	for _, c := range n.Report.AllConditions() {
+		if !notable(c) {
+			continue
+		}
+		t := shortTarget(c.Target)
+		if t == "" {
+			t = "node"
+		}
+		if _, ok := by[t]; !ok {
+			order = append(order, t)
+		}
+		k := string(c.Kind)
+		if c.Kind == telemetry.ConditionXid && c.Evidence["xid"] != "" {
+			k = "xid" + c.Evidence["xid"]
+		}
+		if !slices.Contains(by[t], k) {
+			by[t] = append(by[t], k)
+		}
+	}
+	parts := make([]string, len(order))
+	for i, t := range order {
+		parts[i] = t + ": " + strings.Join(by[t], " ")
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// metricsExcerpt is how many lines of the worst node's /metrics the final summary
+// shows by default.
+const metricsExcerpt = 24
+
+func (p *printer) final(res *Result, all bool) {
 	fmt.Fprintln(p.w)
-	fmt.Fprintf(p.w, "after %s of simulated time:\n", res.Simulated.Round(time.Second))
-	p.table(res.Last)
+	fmt.Fprintf(p.w, "after %s of simulated time, as the agents report it:\n", res.Simulated.Round(time.Second))
+	p.table(res.Nodes)
 	fmt.Fprintln(p.w)
+
 	byXid := map[int]int{}
-	actions := map[int]string{}
-	for _, e := range res.Xids {
-		byXid[e.Xid]++
-		actions[e.Xid] = string(e.Action)
+	for _, e := range res.Events {
+		if e.Kind == EventXid {
+			byXid[e.Xid] += e.Count
+		}
 	}
 	codes := make([]int, 0, len(byXid))
 	for c := range byXid {
@@ -205,18 +235,90 @@ func (p *printer) final(res *Result, o *observer) {
 	sort.Ints(codes)
 	var parts []string
 	for _, c := range codes {
-		parts = append(parts, fmt.Sprintf("Xid %d ×%d (%s)", c, byXid[c], actions[c]))
+		a := "not in the catalog"
+		if info, ok := telemetry.LookupXid(c); ok {
+			a = string(info.Action)
+			if a == "" {
+				a = "the driver's recovery action"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("Xid %d ×%d (%s)", c, byXid[c], a))
 	}
 	if len(parts) == 0 {
 		parts = []string{"none"}
 	}
-	fmt.Fprintf(p.w, "Xids read from kernel logs: %s\n", strings.Join(parts, ", "))
-	fmt.Fprintf(p.w, "other changes observed: %d\n", len(res.Events))
+	fmt.Fprintf(p.w, "Xids counted by the agents: %s\n", strings.Join(parts, ", "))
+	var raised, cleared int
+	for _, e := range res.Events {
+		switch e.Kind {
+		case EventRaised:
+			raised++
+		case EventCleared:
+			cleared++
+		}
+	}
+	var out []string
+	for _, n := range res.Nodes {
+		if !n.Report.State.Schedulable() {
+			out = append(out, n.Name+" ("+n.Report.State.String()+")")
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"none"}
+	}
+	fmt.Fprintf(p.w, "health conditions raised %d, cleared %d; nodes taking no new work: %s\n", raised, cleared, strings.Join(out, ", "))
+	a := res.acct
 	h := func(s float64) float64 { return s / 3600 }
 	eff := 0.0
-	if o.allocGPUs > 0 {
-		eff = 100 * o.measuredGPU / o.allocGPUs
+	if a.allocGPUs > 0 {
+		eff = 100 * a.measured / a.allocGPUs
 	}
 	fmt.Fprintf(p.w, "GPU-hours allocated %.1f, measured busy %.1f (%.0f%% efficiency); energy %.1f kWh\n",
-		h(o.allocGPUs), h(o.measuredGPU), eff, (o.energy-o.energy0)/3.6e6)
+		h(a.allocGPUs), h(a.measured), eff, (a.energy-a.energy0)/3.6e9)
+	if n := res.HealthCycles + res.FullCycles; n > 0 {
+		fmt.Fprintf(p.w, "the agents ran %d health and %d full cycles in %.1f s of CPU: %.1f ms per node and cycle\n",
+			res.HealthCycles, res.FullCycles, res.AgentCPU.Seconds(), float64(res.AgentCPU.Microseconds())/1000/float64(n))
+	}
+
+	lines := strings.Split(strings.TrimRight(res.Metrics, "\n"), "\n")
+	url := ""
+	for _, n := range res.Nodes {
+		if n.Name == res.MetricsNode {
+			url = n.URL + "/metrics"
+		}
+	}
+	fmt.Fprintln(p.w)
+	if all {
+		fmt.Fprintf(p.w, "%s's /metrics (%s, %d lines):\n", res.MetricsNode, url, len(lines))
+		fmt.Fprintln(p.w, strings.Join(lines, "\n"))
+		return
+	}
+	// The health and Xid series of the worst node: the lines on-call reads first.
+	var pick []string
+	for _, l := range lines {
+		switch name, _, _ := strings.Cut(l, "{"); name {
+		case telemetry.MetricNodeHealthState, telemetry.MetricXidErrorsTotal:
+		case telemetry.MetricHealthCondition:
+			if strings.Contains(l, `severity="info"`) && !strings.Contains(l, `action="`) {
+				continue // a busy GPU at its power cap
+			}
+		case telemetry.MetricGPUHealthState, telemetry.DCGMXidErrors:
+			if strings.HasSuffix(l, " 0") {
+				continue
+			}
+		default:
+			continue
+		}
+		pick = append(pick, l)
+	}
+	more := ""
+	if len(pick) > metricsExcerpt {
+		more = fmt.Sprintf(", first %d", metricsExcerpt)
+		pick = pick[:metricsExcerpt]
+	}
+	fmt.Fprintf(p.w, "from %s's /metrics (%d lines; `--show-metrics %s` prints them all), its health and Xid series%s:\n",
+		res.MetricsNode, len(lines), res.MetricsNode, more)
+	for _, l := range pick {
+		fmt.Fprintln(p.w, "  "+l)
+	}
 }
