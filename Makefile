@@ -11,6 +11,8 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLDEN_PKGS := ./telemetry/
 # The demo's simulated length and speed: 10 simulated minutes at 20x take 30 s.
 DEMO_FLAGS ?= --duration 10m --speed 20
+# `make bench` runs the simulated agent as a real process for this long, scraping it.
+AGENTBENCH_FLAGS ?= -duration 60s -scrape 15s
 
 .DEFAULT_GOAL := help
 
@@ -43,8 +45,10 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run $(STATICCHECK) ./...
 
 .PHONY: bench
-bench: deps ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
+bench: build ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./internal/agentbench hour
+	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 10s)

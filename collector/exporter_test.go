@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -306,4 +307,49 @@ func benchSnapshot(b testing.TB) *Snapshot {
 		}
 	}
 	return &Snapshot{Time: now, Inventory: inv, Samples: samples, Sources: []SourceStatus{{Name: "nvml", Up: true}}}
+}
+
+// TestScrapeGzip: a Prometheus-style scrape (Accept-Encoding: gzip) gets a gzip body
+// that decodes to the same exposition as a plain one.
+func TestScrapeGzip(t *testing.T) {
+	e := NewExporter(ExporterOptions{Node: "gpu01"})
+	e.Render(testSnapshot(t))
+	r, _ := NewRunner(RunnerOptions{Interval: time.Second})
+	h := NewHandler(HandlerOptions{Runner: r, Exporter: e})
+	get := func(enc string) *http.Response {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	plain := get("")
+	zipped := get("gzip")
+	if plain.Header.Get("Content-Encoding") != "" || zipped.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("encodings %q, %q", plain.Header.Get("Content-Encoding"), zipped.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(zipped.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unz, _ := io.ReadAll(zr)
+	pb, _ := io.ReadAll(plain.Body)
+	// go_ and process_ series move between the two requests; compare ours.
+	ours := func(b []byte) string {
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "DCGM_FI_") || strings.Contains(l, "gpuwatch_xid") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if ours(unz) != ours(pb) || ours(pb) == "" {
+		t.Errorf("gzip body differs:\n%s\n---\n%s", ours(unz), ours(pb))
+	}
+	if get("gzip;q=0").Header.Get("Content-Encoding") != "" {
+		t.Errorf("gzip;q=0 got gzip")
+	}
 }

@@ -175,14 +175,20 @@ func BenchmarkAgentRender(b *testing.B) {
 func BenchmarkAgentScrape(b *testing.B) {
 	ba := newBenchAgent(b)
 	h := ba.a.Handler()
-	for _, c := range []struct{ name, accept string }{
-		{"text", "text/plain;version=0.0.4"},
-		{"openmetrics", "application/openmetrics-text;version=1.0.0"},
-		{"protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"},
+	const text = "text/plain;version=0.0.4"
+	for _, c := range []struct{ name, accept, encoding string }{
+		{"text", text, ""},
+		{"openmetrics", "application/openmetrics-text;version=1.0.0", ""},
+		{"protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", ""},
+		// Prometheus asks for gzip by default (scrape_config enable_compression).
+		{"text-gzip", text, "gzip"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 			req.Header.Set("Accept", c.accept)
+			if c.encoding != "" {
+				req.Header.Set("Accept-Encoding", c.encoding)
+			}
 			var size int
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// userHZ is the unit of utime and stime in /proc/PID/stat (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// procCPU reads utime+stime of a process.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state): utime is field 14, stime 15
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(ut+st) * time.Second / userHZ, nil
+}
+
+// runProcess runs `gpuwatch agent --simulate hgx-h100` as its own process for a
+// while, scraping /metrics on a schedule, and reports its CPU and memory.
+func runProcess(args []string) error {
+	fs := flag.NewFlagSet("agentbench process", flag.ContinueOnError)
+	bin := fs.String("bin", "bin/gpuwatch", "the gpuwatch binary (make build)")
+	duration := fs.Duration("duration", 60*time.Second, "measured wall time")
+	warmup := fs.Duration("warmup", 5*time.Second, "wall time before measuring (start-up: building the simulated node, the first full cycle)")
+	scrape := fs.Duration("scrape", 15*time.Second, "interval between GET /metrics (0: none)")
+	profile := fs.String("profile", "", "also write a CPU profile of the agent over the measured time (from its /debug/pprof/profile) to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	state, err := os.MkdirTemp("", "gpuwatch-agentbench-state-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	argv := append([]string{"agent", "--simulate", "hgx-h100", "--listen", "127.0.0.1:0", "--state-dir", state, "--log.level", "warn"}, fs.Args()...)
+	cmd := exec.Command(*bin, argv...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", *bin, err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	// "gpuwatch agent on NODE: 8 GPUs, serving http://ADDR/metrics"
+	url := ""
+	br := bufio.NewReader(out)
+	for url == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("%s exited before serving: %w", *bin, err)
+		}
+		if _, after, ok := strings.Cut(line, "serving "); ok {
+			url = strings.TrimSpace(after)
+		}
+	}
+	go io.Copy(io.Discard, br)
+	fmt.Printf("agentbench process: %s %s (pid %d), %s warm-up, %s measured, GET %s every %s\n",
+		*bin, strings.Join(argv, " "), pid, *warmup, *duration, url, *scrape)
+	time.Sleep(*warmup)
+
+	get := func() (time.Duration, int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		t0 := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, 0, err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return 0, 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return time.Since(t0), int(n), err
+	}
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return err
+	}
+	rss0, _, err := procStatus(strconv.Itoa(pid))
+	if err != nil {
+		return err
+	}
+	wall0 := time.Now()
+	end := wall0.Add(*duration)
+	profDone := make(chan error, 1)
+	if *profile != "" {
+		go func() {
+			purl := strings.TrimSuffix(url, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(duration.Seconds()))
+			profDone <- fetch(purl, *profile, *duration+30*time.Second)
+		}()
+	} else {
+		profDone <- nil
+	}
+	var scrapes []time.Duration
+	size := 0
+	for {
+		if *scrape > 0 {
+			d, n, err := get()
+			if err != nil {
+				return err
+			}
+			scrapes = append(scrapes, d)
+			size = n
+		}
+		next := end
+		if *scrape > 0 {
+			next = time.Now().Add(*scrape)
+		}
+		if !next.Before(end) {
+			time.Sleep(time.Until(end))
+			break
+		}
+		time.Sleep(time.Until(next))
+	}
+	wall := time.Since(wall0)
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return err
+	}
+	rss, hwm, err := procStatus(strconv.Itoa(pid))
+	if err != nil {
+		return err
+	}
+	if err := <-profDone; err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
+	cpu := cpu1 - cpu0
+	fmt.Printf("CPU %s in %s wall = %.2f%% of one core (%s before the warm-up ended)\n",
+		cpu, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds(), cpu0)
+	fmt.Printf("VmRSS %.1f MiB (%.1f MiB after warm-up), VmHWM %.1f MiB\n", float64(rss)/mib, float64(rss0)/mib, float64(hwm)/mib)
+	if len(scrapes) > 0 {
+		var sum, worst time.Duration
+		for _, d := range scrapes {
+			sum += d
+			worst = max(worst, d)
+		}
+		fmt.Printf("%d scrapes of %d bytes: mean %s, worst %s (client side, loopback)\n", len(scrapes), size,
+			(sum / time.Duration(len(scrapes))).Round(time.Microsecond), worst.Round(time.Microsecond))
+	}
+	return nil
+}
+
+// fetch writes what GET url answers to file.
+func fetch(url, file string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
