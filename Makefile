@@ -21,9 +21,24 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
-deps: ## install what the build and tests need (Go modules; Debian packages as servers land)
+deps: ## install what the build needs (Go modules)
 	@command -v $(GO) >/dev/null || { echo "make: Go is not installed; install Go 1.26 first" >&2; exit 1; }
 	$(GO) mod download
+
+# The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
+# promtool) from Debian. Installed once; their system services are not used.
+DEBIAN_PACKAGES := victoria-metrics prometheus
+DEBIAN_BINARIES := victoria-metrics prometheus promtool
+
+.PHONY: test-deps
+test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
+	@missing=; for b in $(DEBIAN_BINARIES); do command -v $$b >/dev/null || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make: the tests need $(DEBIAN_PACKAGES); run 'sudo make test-deps'" >&2; exit 1; fi; \
+	  echo "installing $(DEBIAN_PACKAGES)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES) >/dev/null; \
+	  for s in victoria-metrics prometheus; do systemctl stop $$s 2>/dev/null || true; done; \
+	fi
 
 .PHONY: build
 build: deps ## build bin/gpuwatch
@@ -34,7 +49,7 @@ demo: build ## run the whole system on a simulated fleet (embedded defaults)
 	./$(BIN) demo $(DEMO_FLAGS)
 
 .PHONY: test
-test: deps lint ## install what is needed, then run every test
+test: test-deps lint ## install what is needed, then run every test
 	$(GO) test -count=1 ./...
 
 .PHONY: lint
