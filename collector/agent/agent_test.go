@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,6 +216,22 @@ func TestAgentHealthyNode(t *testing.T) {
 			continue
 		}
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+
+	// The real promtool, which `make test` installs: the same verdict.
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (make test-deps installs it); promlint above ran the same checks")
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(raw)
+	out, _ := cmd.CombinedOutput()
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" || strings.HasPrefix(line, "DCGM_FI_") && (strings.Contains(line, "_total") ||
+			strings.Contains(line, "camelCase") || strings.Contains(line, "should not include type")) {
+			continue
+		}
+		t.Errorf("promtool check metrics: %s", line)
 	}
 }
 
