@@ -80,6 +80,7 @@ const (
 	LabelVersion   = "version"
 	LabelRevision  = "revision"
 	LabelGoVersion = "go_version"
+	LabelReason    = "reason" // why something was dropped: queue_full, rejected, corrupt
 
 	// Who: attribution of GPUs to work.
 	//
@@ -106,7 +107,7 @@ var labelKeys = []string{
 	LabelLink, LabelLinkType, LabelNVLinkCount, LabelRail, LabelNVSwitch, LabelIBDevice,
 	LabelIBPort, LabelCounter,
 	LabelXid, LabelCondition, LabelSeverity, LabelAction, LabelState, LabelTarget,
-	LabelSource, LabelVersion, LabelRevision, LabelGoVersion,
+	LabelSource, LabelVersion, LabelRevision, LabelGoVersion, LabelReason,
 	LabelJobID, LabelAccount, LabelUser, LabelPartition, LabelQueue, LabelPod,
 	LabelNamespace, LabelContainer,
 }

@@ -181,6 +181,14 @@ const (
 	MetricSourceErrorsTotal                 = "gpuwatch_source_errors_total"
 	MetricSourceLastSuccessTimestampSeconds = "gpuwatch_source_last_success_timestamp_seconds"
 
+	// The agent's remote-write shipper (collector/shipper).
+	MetricShipperSamplesSentTotal         = "gpuwatch_shipper_samples_sent_total"
+	MetricShipperSamplesDroppedTotal      = "gpuwatch_shipper_samples_dropped_total"
+	MetricShipperQueueBytes               = "gpuwatch_shipper_queue_bytes"
+	MetricShipperQueueSamples             = "gpuwatch_shipper_queue_samples"
+	MetricShipperSendErrorsTotal          = "gpuwatch_shipper_send_errors_total"
+	MetricShipperLastSendTimestampSeconds = "gpuwatch_shipper_last_send_timestamp_seconds"
+
 	// Inventory and faults.
 	MetricGPUInfo        = "gpuwatch_gpu_info"
 	MetricNodeGPUs       = "gpuwatch_node_gpus"
@@ -369,6 +377,12 @@ var catalog = withGPUIdentity([]MetricDesc{
 	own(MetricSourceDurationSeconds, MetricGauge, "seconds", SourceSelf, "Duration of the source's last collection in seconds.", sourceLabels...),
 	own(MetricSourceErrorsTotal, MetricCounter, "", SourceSelf, "Number of failed collections of the source.", sourceLabels...),
 	own(MetricSourceLastSuccessTimestampSeconds, MetricGauge, "seconds", SourceSelf, "Unix time of the source's last successful collection.", sourceLabels...),
+	own(MetricShipperSamplesSentTotal, MetricCounter, "", SourceSelf, "Number of samples the remote-write shipper delivered (the store answered 2xx).", LabelNode),
+	own(MetricShipperSamplesDroppedTotal, MetricCounter, "", SourceSelf, "Number of samples the remote-write shipper dropped, by reason: queue_full (oldest data dropped to stay under the queue bound), rejected (the store answered 4xx other than 429), corrupt (an unreadable record in an on-disk queue segment).", LabelNode, LabelReason),
+	own(MetricShipperQueueBytes, MetricGauge, "bytes", SourceSelf, "Bytes of compressed samples waiting in the remote-write queue.", LabelNode),
+	own(MetricShipperQueueSamples, MetricGauge, "", SourceSelf, "Number of samples waiting in the remote-write queue.", LabelNode),
+	own(MetricShipperSendErrorsTotal, MetricCounter, "", SourceSelf, "Number of failed remote-write requests (network errors and non-2xx answers, retried or not).", LabelNode),
+	own(MetricShipperLastSendTimestampSeconds, MetricGauge, "seconds", SourceSelf, "Unix time of the remote-write shipper's last successful request.", LabelNode),
 
 	// Inventory and faults.
 	own(MetricGPUInfo, MetricGauge, "", SourceNVML, "GPU inventory; value is always 1.",

@@ -62,6 +62,13 @@ func (f *agentFlags) register(fs *flag.FlagSet, defaultStateDir string) {
 	fs.Float64Var(&f.speed, "speed", 1, "with --simulate: simulated seconds per wall-clock second")
 }
 
+// set says whether the flag was given on the command line.
+func (f *agentFlags) set(name string) bool {
+	found := false
+	f.fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	return found
+}
+
 func (f *agentFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -122,6 +129,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("listen", ":9400", "address to serve /metrics, /health, /topology, /healthz and /debug/pprof on")
 	fs.StringVar(&f.labels, "labels", "dcgm", "label keys on DCGM_FI_* series: dcgm (dcgm-exporter's: gpu, UUID, modelName, Hostname, ...) or snake (gpuwatch's lower_snake: gpu_index, gpu_uuid, model, node, ...)")
 	fs.BoolVar(&f.o.Timestamps, "metrics.timestamps", false, "expose each sample's collection time on /metrics (Prometheus then stops marking vanished series stale)")
+	// Remote write (collector/shipper).
+	fs.StringVar(&f.o.RemoteWriteURL, "remote-write", "", "remote-write 1.0 endpoint to ship every sample to: the gpuwatch server's, VictoriaMetrics's or Prometheus's http://HOST:PORT/api/v1/write")
+	fs.StringVar(&f.o.QueueDir, "queue.dir", "", "with --remote-write: directory of the on-disk queue that holds samples while the store is unreachable and across restarts (\"\": memory only)")
+	fs.Int64Var(&f.o.QueueMaxBytes, "queue.max-bytes", 256<<20, "with --remote-write: bound of the queue in bytes; past it the oldest samples are dropped and counted")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch agent [flags]")
 		fmt.Fprintln(stderr)
@@ -139,6 +150,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if sim != nil {
 		defer sim.cleanup()
+	}
+	if o.RemoteWriteURL == "" && (f.set("queue.dir") || f.set("queue.max-bytes")) {
+		return fmt.Errorf("%w: --queue.dir and --queue.max-bytes need --remote-write", errUsage)
+	}
+	if o.QueueMaxBytes <= 0 {
+		return fmt.Errorf("%w: --queue.max-bytes must be positive, got %d", errUsage, o.QueueMaxBytes)
 	}
 	a, err := agent.New(o)
 	if err != nil {
@@ -159,7 +176,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go func() { errc <- sim.run(ctx) }()
 	}
 	o.Logger.Info("gpuwatch agent started", "node", a.Inventory.Node, "gpus", len(a.Inventory.GPUs),
-		"listen", ln.Addr().String(), "simulate", f.simulate)
+		"listen", ln.Addr().String(), "simulate", f.simulate, "remote_write", o.RemoteWriteURL != "")
 	fmt.Fprintf(stdout, "gpuwatch agent on %s: %d GPUs, serving http://%s/metrics\n", a.Inventory.Node, len(a.Inventory.GPUs), ln.Addr())
 	var first error
 	select {

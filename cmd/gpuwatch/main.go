@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"agent":   {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
 		"check":   {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
 		"demo":    {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
+		"server":  {"run the store: remote-write and import ingest, the Prometheus query API (embedded TSDB or --store.url)", runServer},
 		"version": {"print the version and build information", runVersion},
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/collector/infiniband"
 	"github.com/gpuwatch/gpuwatch/collector/nvlink"
 	nvmlsrc "github.com/gpuwatch/gpuwatch/collector/nvml"
+	"github.com/gpuwatch/gpuwatch/collector/shipper"
 	"github.com/gpuwatch/gpuwatch/collector/topology"
 	"github.com/gpuwatch/gpuwatch/collector/xid"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -77,6 +78,13 @@ type Options struct {
 	// NVLinkDomain, Leaf, Spine and Block place the node in the fleet when set.
 	NVLinkDomain, Leaf, Spine, Block string
 
+	// Remote write (collector/shipper): RemoteWriteURL, when set, ships every
+	// sample to a remote-write 1.0 endpoint through a queue in QueueDir ("":
+	// memory) bounded by QueueMaxBytes (0: the shipper's default, 256 MiB).
+	RemoteWriteURL string
+	QueueDir       string
+	QueueMaxBytes  int64
+
 	Version string
 	Logger  *slog.Logger
 	// Now is the clock; nil means time.Now. The demo passes simulated time.
@@ -90,6 +98,8 @@ type Agent struct {
 	Runner    *collector.Runner
 	Exporter  *collector.Exporter
 	Health    *health.Engine
+	// Shipper sends the samples to RemoteWriteURL; nil without one.
+	Shipper *shipper.Shipper
 
 	nvml     *nvmlsrc.Source
 	xid      *xid.Source
@@ -251,6 +261,18 @@ func New(opts Options) (*Agent, error) {
 		sources = append(sources, a.topology, a.attr)
 	}
 
+	// Remote write: the shipper reports itself as a source and is fed every
+	// published snapshot as /metrics renders it.
+	if opts.RemoteWriteURL != "" {
+		a.Shipper, err = shipper.New(shipper.Options{URL: opts.RemoteWriteURL, QueueDir: opts.QueueDir,
+			MaxBytes: opts.QueueMaxBytes, ExtraLabels: telemetry.NewLabels(telemetry.LabelNode, opts.Node),
+			Version: opts.Version, Logger: log, Now: opts.Now})
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, a.Shipper)
+	}
+
 	var attributor collector.Attributor
 	if a.attr != nil {
 		attributor = a.attr
@@ -260,10 +282,18 @@ func New(opts Options) (*Agent, error) {
 	a.Runner, err = collector.NewRunner(collector.RunnerOptions{
 		Sources: sources, Derivers: []collector.Deriver{eng}, Inventory: a.Inventory,
 		Interval: opts.Interval, HealthInterval: opts.HealthInterval, Timeout: opts.Timeout,
-		OnPublish: func(s *collector.Snapshot) { a.Exporter.Render(s) },
-		Logger:    log, Now: opts.Now,
+		OnPublish: func(s *collector.Snapshot) {
+			fams := a.Exporter.Render(s)
+			if a.Shipper != nil {
+				a.Shipper.Enqueue(s, fams)
+			}
+		},
+		Logger: log, Now: opts.Now,
 	})
 	if err != nil {
+		if a.Shipper != nil {
+			a.Shipper.Close()
+		}
 		return nil, err
 	}
 	return a, nil
@@ -300,6 +330,9 @@ func (a *Agent) Start(ctx context.Context) (wait func()) {
 	if a.attr != nil {
 		bg("attribution", a.attr.Run)
 	}
+	if a.Shipper != nil {
+		bg("shipper", a.Shipper.Run)
+	}
 	return wg.Wait
 }
 
@@ -323,6 +356,9 @@ func (a *Agent) Close() error {
 	var errs []error
 	a.closeOne.Do(func() {
 		errs = append(errs, a.Health.Save())
+		if a.Shipper != nil {
+			errs = append(errs, a.Shipper.Close()) // Run closes its own queue; this one never ran
+		}
 		if a.dcgm != nil {
 			errs = append(errs, a.dcgm.Close())
 		}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
+)
+
+// promDuration is a flag.Value in Prometheus's duration syntax ("15d", "2h30m").
+type promDuration struct{ d *time.Duration }
+
+func (p promDuration) String() string {
+	if p.d == nil {
+		return ""
+	}
+	return model.Duration(*p.d).String()
+}
+
+func (p promDuration) Set(s string) error {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*p.d = time.Duration(d)
+	return nil
+}
+
+func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("server", stderr)
+	o := server.Options{Retention: 15 * 24 * time.Hour, OutOfOrderWindow: 2 * time.Hour, Limits: ingest.DefaultLimits(), Version: version}
+	listen := fs.String("listen", ":9402", "address to serve the ingest endpoints, the Prometheus query API and /metrics on")
+	fs.StringVar(&o.DataDir, "data-dir", "data", "directory of the embedded store (TSDB blocks and WAL)")
+	fs.Var(promDuration{&o.Retention}, "retention", "how long the embedded store keeps samples (Prometheus syntax: 15d, 12h)")
+	fs.Int64Var(&o.RetentionBytes, "retention.size", 0, "largest size in bytes of the embedded store's blocks (0: no limit)")
+	fs.Var(promDuration{&o.OutOfOrderWindow}, "out-of-order-window", "how far back agents may replay samples buffered during an outage")
+	fs.StringVar(&o.StoreURL, "store.url", "", "use this VictoriaMetrics or Prometheus instead of the embedded store (http://host:port)")
+	fs.Int64Var(&o.Limits.MaxBodyBytes, "limits.request-bytes", o.Limits.MaxBodyBytes, "largest compressed ingest request body")
+	fs.IntVar(&o.Limits.MaxSamplesPerRequest, "limits.samples", o.Limits.MaxSamplesPerRequest, "most samples in one ingest request")
+	fs.IntVar(&o.Limits.MaxSeriesPerRequest, "limits.series", o.Limits.MaxSeriesPerRequest, "most series in one ingest request")
+	fs.IntVar(&o.Limits.MaxLabelsPerSeries, "limits.labels", o.Limits.MaxLabelsPerSeries, "most labels on one series")
+	fs.IntVar(&o.Limits.MaxLabelValueLength, "limits.label-value-length", o.Limits.MaxLabelValueLength, "longest label value")
+	fs.Uint64Var(&o.Limits.MaxActiveSeries, "limits.active-series", o.Limits.MaxActiveSeries, "most active series in the store before new ones are refused (0: no limit)")
+	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gpuwatch server [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs the control plane's store: agents remote-write to /api/v1/write (or import to")
+		fmt.Fprintln(stderr, "/api/v1/import/prometheus), Grafana queries the Prometheus API under /api/v1/.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("%w: --log.level %q: want debug, info, warn or error", errUsage, *logLevel)
+	}
+	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.StoreURL != "" && (set["data-dir"] || set["retention"] || set["retention.size"]) {
+		return fmt.Errorf("%w: --store.url uses an external store; --data-dir and --retention belong to the embedded one", errUsage)
+	}
+	srv, err := server.New(o)
+	if err != nil {
+		return err
+	}
+	defer srv.Close(context.Background())
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", *listen, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	where := "embedded store in " + o.DataDir
+	if o.StoreURL != "" {
+		where = "external store " + o.StoreURL
+	}
+	fmt.Fprintf(stdout, "gpuwatch server on http://%s (%s)\n", ln.Addr(), where)
+	fmt.Fprintf(stdout, "  agents:  gpuwatch agent --remote-write http://%s/api/v1/write\n", ln.Addr())
+	fmt.Fprintf(stdout, "  Grafana: add a Prometheus data source with URL http://%s\n", ln.Addr())
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+	}
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	hs.Shutdown(shutdownCtx)
+	if first != nil && !errors.Is(first, http.ErrServerClosed) {
+		return first
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package shipper
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/snappy"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/gpuwatch/gpuwatch/collector"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+const nameLabel = "__name__"
+
+// lastSeen is a series' last shipped timestamp and the snapshot that last had it.
+type lastSeen struct {
+	ts  int64
+	gen uint32
+}
+
+// encoder turns rendered snapshots into records. It is used by one goroutine.
+type encoder struct {
+	extra []prompb.Label // sorted
+	batch int
+	seed  maphash.Seed
+	last  map[uint64]lastSeen
+	gen   uint32
+
+	times map[string][]int64 // scratch: per metric name, the samples' times in order
+	req   prompb.WriteRequest
+	buf   []byte
+}
+
+func newEncoder(extra telemetry.Labels, batch int) *encoder {
+	e := &encoder{batch: batch, seed: maphash.MakeSeed(), last: map[uint64]lastSeen{}, times: map[string][]int64{}}
+	for _, l := range extra {
+		if l.Value != "" {
+			e.extra = append(e.extra, prompb.Label{Name: l.Name, Value: l.Value})
+		}
+	}
+	slices.SortFunc(e.extra, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+	return e
+}
+
+// forgetAfter is how many snapshots a series may be absent before its last
+// timestamp is forgotten (bounding the map when label values churn: job ids, pods).
+const forgetAfter = 64
+
+// encode emits the snapshot's series whose timestamp advanced since they were
+// last shipped, as records of at most batch samples each.
+//
+// fams is what Exporter.Render returned for snap: the exporter renders the
+// snapshot's samples in order, each into its family, and appends its own
+// self-metrics after them. So the k-th metric of family N is the k-th sample named
+// N in snap.Samples, and a metric beyond those has no time of its own and takes
+// the snapshot's. A rendered timestamp (--metrics.timestamps) wins over both.
+func (e *encoder) encode(snap *collector.Snapshot, fams []*dto.MetricFamily, out func(data []byte, samples int)) {
+	e.gen++
+	clear(e.times)
+	for i := range snap.Samples {
+		s := &snap.Samples[i]
+		t := snap.Time.UnixMilli()
+		if !s.Time.IsZero() {
+			t = s.Time.UnixMilli()
+		}
+		e.times[s.Name] = append(e.times[s.Name], t)
+	}
+	snapMs := snap.Time.UnixMilli()
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	e.req.Timeseries = e.req.Timeseries[:0]
+	flush := func() {
+		if len(e.req.Timeseries) == 0 {
+			return
+		}
+		n := e.req.Size()
+		e.buf = slices.Grow(e.buf[:0], n)[:n]
+		n, err := e.req.MarshalToSizedBuffer(e.buf)
+		if err != nil { // cannot happen with a sized buffer
+			return
+		}
+		out(snappy.Encode(nil, e.buf[len(e.buf)-n:]), len(e.req.Timeseries))
+		e.req.Timeseries = e.req.Timeseries[:0]
+	}
+	for _, mf := range fams {
+		name := mf.GetName()
+		times := e.times[name]
+		for k, m := range mf.Metric {
+			var v float64
+			switch {
+			case m.Gauge != nil:
+				v = m.Gauge.GetValue()
+			case m.Counter != nil:
+				v = m.Counter.GetValue()
+			case m.Untyped != nil:
+				v = m.Untyped.GetValue()
+			default:
+				continue // the exporter renders no histograms or summaries
+			}
+			ts := snapMs
+			switch {
+			case m.TimestampMs != nil:
+				ts = m.GetTimestampMs()
+			case k < len(times):
+				ts = times[k]
+			}
+			h.Reset()
+			h.WriteString(name)
+			for _, l := range m.Label {
+				h.WriteByte(0xff)
+				h.WriteString(l.GetName())
+				h.WriteByte(0xfe)
+				h.WriteString(l.GetValue())
+			}
+			key := h.Sum64()
+			if prev, ok := e.last[key]; ok && prev.ts >= ts {
+				e.last[key] = lastSeen{ts: prev.ts, gen: e.gen}
+				continue
+			}
+			e.last[key] = lastSeen{ts: ts, gen: e.gen}
+			e.req.Timeseries = append(e.req.Timeseries, prompb.TimeSeries{
+				Labels:  e.labels(name, m.Label),
+				Samples: []prompb.Sample{{Value: v, Timestamp: ts}},
+			})
+			if len(e.req.Timeseries) >= e.batch {
+				flush()
+			}
+		}
+	}
+	flush()
+	if e.gen%forgetAfter == 0 {
+		for k, l := range e.last {
+			if e.gen-l.gen >= forgetAfter {
+				delete(e.last, k)
+			}
+		}
+	}
+}
+
+// labels builds a series' sorted label set: the rendered labels, __name__, and
+// the extra labels the series does not have.
+func (e *encoder) labels(name string, pairs []*dto.LabelPair) []prompb.Label {
+	ls := make([]prompb.Label, 0, len(pairs)+1+len(e.extra))
+	ls = append(ls, prompb.Label{Name: nameLabel, Value: name})
+	for _, p := range pairs {
+		ls = append(ls, prompb.Label{Name: p.GetName(), Value: p.GetValue()})
+	}
+	for _, x := range e.extra {
+		if !slices.ContainsFunc(pairs, func(p *dto.LabelPair) bool { return p.GetName() == x.Name }) {
+			ls = append(ls, x)
+		}
+	}
+	slices.SortFunc(ls, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+	return ls
+}

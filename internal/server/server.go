@@ -1,0 +1,142 @@
+// Package server assembles `gpuwatch server`: the telemetry store (the embedded
+// Prometheus TSDB by default, or an external VictoriaMetrics or Prometheus behind
+// --store.url), the ingest endpoints agents remote-write to, and the Prometheus
+// query API Grafana reads. The scheduler, drain controller and fair share join it
+// as their issues land; they reach the store only through Querier.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/store"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/api"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/embedded"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/remote"
+)
+
+// Options configure a server.
+type Options struct {
+	// DataDir holds the embedded store (TSDB blocks and WAL). Required unless
+	// StoreURL is set.
+	DataDir string
+	// Retention and RetentionBytes bound the embedded store by age and size.
+	Retention      time.Duration
+	RetentionBytes int64
+	// OutOfOrderWindow is how far back agents may replay buffered samples.
+	OutOfOrderWindow time.Duration
+	// StoreURL points at an external Prometheus-compatible store (VictoriaMetrics
+	// "http://host:8428", Prometheus "http://host:9090"); queries go there and
+	// /api/v1/* is proxied to it, so agents and Grafana may use either address.
+	StoreURL string
+	// Limits bound what one ingest request may carry.
+	Limits  ingest.Limits
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is one gpuwatch server.
+type Server struct {
+	opts     Options
+	embedded *embedded.Store // nil with an external store
+	querier  store.Querier
+	handler  http.Handler
+}
+
+// New opens the store and builds the HTTP handler.
+func New(opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Limits == (ingest.Limits{}) {
+		opts.Limits = ingest.DefaultLimits()
+	}
+	s := &Server{opts: opts}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+
+	if opts.StoreURL != "" {
+		u, err := url.Parse(opts.StoreURL)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("--store.url %q: want http://host:port of a VictoriaMetrics or Prometheus", opts.StoreURL)
+		}
+		q, err := remote.New(opts.StoreURL, remote.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--store.url %q: %w", opts.StoreURL, err)
+		}
+		s.querier = q
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		mux.Handle("/api/v1/", proxy)
+		mux.HandleFunc("GET /{$}", index("external store at "+opts.StoreURL))
+		s.handler = mux
+		return s, nil
+	}
+	if opts.DataDir == "" {
+		return nil, errors.New("a data directory is needed for the embedded store (--data-dir), or an external one (--store.url)")
+	}
+	st, err := embedded.Open(embedded.Options{Dir: opts.DataDir, Retention: opts.Retention, MaxBytes: opts.RetentionBytes,
+		OutOfOrderWindow: opts.OutOfOrderWindow, Logger: opts.Logger, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("opening the embedded store in %s: %w", opts.DataDir, err)
+	}
+	s.embedded, s.querier = st, st
+	in := ingest.NewHandler(st, opts.Limits, ingest.Options{Registerer: reg, ActiveSeries: st.ActiveSeries, Logger: opts.Logger})
+	mux.Handle("POST "+ingest.WritePath, in)
+	mux.Handle("POST "+ingest.ImportPrometheusPath, in)
+	mux.Handle("/api/v1/", api.NewHandler(st.Queryable(), st.Engine(), api.Options{
+		GPUWatchVersion: opts.Version, Metadata: telemetry.Metrics, Logger: opts.Logger}))
+	mux.HandleFunc("GET /{$}", index("embedded Prometheus TSDB in "+opts.DataDir))
+	s.handler = mux
+	return s, nil
+}
+
+func index(store string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>gpuwatch server</title></head><body><h1>gpuwatch server</h1>
+<p>Store: %s.</p><ul>
+<li>Grafana: add a Prometheus data source with this server's URL.</li>
+<li>Agents: <code>gpuwatch agent --remote-write http://THIS-HOST/api/v1/write</code></li>
+<li><a href="/api/v1/status/buildinfo">/api/v1/status/buildinfo</a>, <a href="/metrics">/metrics</a>, <a href="/healthz">/healthz</a></li>
+</ul></body></html>`, strings.ReplaceAll(store, "<", "&lt;"))
+	}
+}
+
+// Handler serves the server's HTTP API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Querier is the store, embedded or external, behind the one interface the
+// scheduler and analyzer use.
+func (s *Server) Querier() store.Querier { return s.querier }
+
+// Appender is the embedded store's appender, nil with an external store.
+func (s *Server) Appender() store.Appender {
+	if s.embedded == nil {
+		return nil
+	}
+	return s.embedded
+}
+
+// Close closes the embedded store (flushing its head to the WAL).
+func (s *Server) Close(ctx context.Context) error {
+	if s.embedded == nil {
+		return nil
+	}
+	return s.embedded.Close()
+}

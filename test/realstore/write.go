@@ -1,0 +1,123 @@
+package realstore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// Write sends samples to the server with Prometheus remote write 1.0 (protobuf,
+// snappy) in one request, and on VictoriaMetrics flushes after. Samples of one
+// series must be in time order. It fails the test when the server refuses them.
+func (s *Server) Write(samples []telemetry.Sample) {
+	s.t.Helper()
+	body, err := EncodeWriteRequest(samples)
+	if err != nil {
+		s.t.Fatalf("realstore: %v", err)
+	}
+	req, err := http.NewRequest(http.MethodPost, s.RemoteWriteURL(), bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("realstore: remote write to %s: %v", s.kind, err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		s.t.Fatalf("realstore: remote write of %d samples to %s: HTTP %d: %s", len(samples), s.kind, resp.StatusCode, msg)
+	}
+	s.Flush()
+}
+
+// EncodeWriteRequest builds a snappy-compressed remote-write 1.0 request body:
+// one TimeSeries per label set, its samples in the order given.
+func EncodeWriteRequest(samples []telemetry.Sample) ([]byte, error) {
+	index := map[string]int{}
+	var wr prompb.WriteRequest
+	for i, sm := range samples {
+		if sm.Time.IsZero() {
+			return nil, fmt.Errorf("sample %d (%s%s) has no time", i, sm.Name, sm.Labels)
+		}
+		key := sm.Name + sm.Labels.String()
+		k, ok := index[key]
+		if !ok {
+			ls := []prompb.Label{{Name: "__name__", Value: sm.Name}}
+			for _, l := range sm.Labels {
+				if l.Value != "" {
+					ls = append(ls, prompb.Label{Name: l.Name, Value: l.Value})
+				}
+			}
+			sort.Slice(ls, func(a, b int) bool { return ls[a].Name < ls[b].Name })
+			k = len(wr.Timeseries)
+			index[key] = k
+			wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: ls})
+		}
+		wr.Timeseries[k].Samples = append(wr.Timeseries[k].Samples, prompb.Sample{Value: sm.Value, Timestamp: sm.Time.UnixMilli()})
+	}
+	raw, err := wr.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("marshal write request: %w", err)
+	}
+	return snappy.Encode(nil, raw), nil
+}
+
+// ImportSamples sends samples to VictoriaMetrics's text import endpoint, with
+// their timestamps, and flushes.
+func (s *Server) ImportSamples(samples []telemetry.Sample) {
+	s.t.Helper()
+	s.ImportText(FormatText(samples))
+}
+
+// FormatText writes samples as Prometheus text exposition lines with millisecond
+// timestamps, the format of VictoriaMetrics's /api/v1/import/prometheus.
+func FormatText(samples []telemetry.Sample) string {
+	var b strings.Builder
+	for _, sm := range samples {
+		b.WriteString(sm.Name)
+		b.WriteByte('{')
+		n := 0
+		for _, l := range sm.Labels {
+			if l.Value == "" {
+				continue
+			}
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			n++
+			b.WriteString(l.Name)
+			b.WriteString(`="`)
+			b.WriteString(strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(l.Value))
+			b.WriteByte('"')
+		}
+		b.WriteString("} ")
+		switch {
+		case math.IsNaN(sm.Value):
+			b.WriteString("NaN")
+		case math.IsInf(sm.Value, 1):
+			b.WriteString("+Inf")
+		case math.IsInf(sm.Value, -1):
+			b.WriteString("-Inf")
+		default:
+			b.WriteString(strconv.FormatFloat(sm.Value, 'g', -1, 64))
+		}
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatInt(sm.Time.UnixMilli(), 10))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
