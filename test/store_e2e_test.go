@@ -3,13 +3,14 @@ package test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector/agent"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
+	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
-	"github.com/gpuwatch/gpuwatch/telemetry/store/remote"
 	"github.com/gpuwatch/gpuwatch/test/realstore"
 )
 
@@ -72,7 +73,8 @@ func count(t *testing.T, q store.Querier, at time.Time) float64 {
 // TestAgentShipsThroughOutage, against real VictoriaMetrics and Prometheus: the
 // agent remote-writes; the store is stopped while the agent keeps collecting and
 // restarted; every sample collected during the outage arrives with its original
-// timestamp, and the Querier reads back exactly what was collected.
+// timestamp, and the server's Querier (--store.url) reads back exactly what was
+// collected.
 func TestAgentShipsThroughOutage(t *testing.T) {
 	for _, kind := range []string{"victoria-metrics", "prometheus"} {
 		t.Run(kind, func(t *testing.T) {
@@ -82,10 +84,12 @@ func TestAgentShipsThroughOutage(t *testing.T) {
 			} else {
 				srv = realstore.StartVictoriaMetrics(t)
 			}
-			q, err := remote.New(srv.URL(), remote.Options{})
+			// The server's Querier, as the scheduler and analyzer will use it.
+			gs, err := server.New(server.Options{StoreURL: srv.URL()})
 			if err != nil {
 				t.Fatal(err)
 			}
+			q := gs.Querier()
 			s := newShippingAgent(t, srv.RemoteWriteURL())
 			const before, during, after = 5, 20, 5
 			s.cycles(t, before)
@@ -112,5 +116,26 @@ func TestAgentShipsThroughOutage(t *testing.T) {
 				t.Fatalf("range: %v points, %v", m, err)
 			}
 		})
+	}
+}
+
+// TestAgentShipsToEmbeddedServer: the default path, agent → gpuwatch server's
+// embedded store, read back through the server's Querier.
+func TestAgentShipsToEmbeddedServer(t *testing.T) {
+	gs, err := server.New(server.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close(context.Background())
+	ts := httptest.NewServer(gs.Handler())
+	defer ts.Close()
+	s := newShippingAgent(t, ts.URL+"/api/v1/write")
+	s.cycles(t, 12)
+	realstore.Eventually(t, 20*time.Second, "12 samples in the embedded store", func() bool {
+		return count(t, gs.Querier(), s.fleet.Now()) == 12
+	})
+	v, err := gs.Querier().Instant(context.Background(), `count(DCGM_FI_DEV_GPU_TEMP)`, s.fleet.Now())
+	if err != nil || len(v) != 1 || v[0].Value != 8 {
+		t.Errorf("GPUs in the store: %v, %v", v, err)
 	}
 }
