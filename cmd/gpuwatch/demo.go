@@ -24,12 +24,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.Dir, "dir", "", "keep each node's simulated files (sysfs, kernel log) and agent state under this directory instead of a temporary one")
 	fs.IntVar(&o.ListenBase, "listen-base", 0, "serve node i's agent on 127.0.0.1:PORT+i (0: free ports, printed at the start)")
 	fs.StringVar(&o.ShowMetrics, "show-metrics", "", "print this node's whole /metrics at the end (default: the health and Xid series of the worst node)")
+	fs.StringVar(&o.ServerListen, "server-listen", "", "address of the demo's gpuwatch server, which stores every agent's samples and serves the Prometheus API for Grafana (default "+demo.DefaultServerListen+", or a free loopback port when that is taken)")
+	fs.BoolVar(&o.KeepServing, "keep-serving", false, "after the final summary of a --duration run, keep the server and the agents' endpoints up until interrupted")
+	fs.Func("start", "simulated start time, RFC 3339 (default: --duration before now, so that the data is recent for Grafana)", func(v string) error {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("want an RFC 3339 time such as 2025-03-03T08:00:00Z: %w", err)
+		}
+		o.Start = t
+		return nil
+	})
 	faults := fs.String("faults", "", "fault scenario YAML file (default: the built-in story)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch demo [flags]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Runs a simulated GPU fleet with a scripted fault story and one gpuwatch agent per node, serves")
-		fmt.Fprintln(stderr, "each agent's /metrics on loopback, and prints what the agents report.")
+		fmt.Fprintln(stderr, "each agent's /metrics on loopback, stores every agent's samples in an in-process gpuwatch server")
+		fmt.Fprintln(stderr, "(embedded Prometheus TSDB; add its URL to Grafana as a Prometheus data source), and prints what")
+		fmt.Fprintln(stderr, "the agents report and what the store holds.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}

@@ -25,6 +25,10 @@ func TestRun(t *testing.T) {
 		{name: "demo missing faults file", args: []string{"demo", "--faults", "/nonexistent/story.yaml"}, code: 1, stderr: "/nonexistent/story.yaml"},
 		{name: "demo runs", args: []string{"demo", "--nodes", "2", "--duration", "2m", "--speed", "100000"}, code: 0, stdout: "fleet: 16 GPUs"},
 		{name: "demo shows metrics", args: []string{"demo", "--nodes", "2", "--duration", "30s", "--speed", "100000", "--show-metrics", "node-02"}, code: 0, stdout: `DCGM_FI_DEV_GPU_TEMP{DCGM_FI_DRIVER_VERSION=`},
+		{name: "demo stores in its server", args: []string{"demo", "--nodes", "2", "--duration", "2m", "--speed", "100000", "--server-listen", "127.0.0.1:0"}, code: 0, stdout: "count(DCGM_FI_DEV_GPU_TEMP) = 16 GPUs"},
+		{name: "demo at a given start", args: []string{"demo", "--nodes", "1", "--duration", "2m", "--speed", "100000", "--start", "2025-03-03T08:00:00Z"}, code: 0, stdout: "simulated time runs 2025-03-03T08:00:00Z to 08:02:00Z at"},
+		{name: "demo bad start", args: []string{"demo", "--start", "yesterday"}, code: 2, stderr: "RFC 3339"},
+		{name: "demo bad server address", args: []string{"demo", "--nodes", "1", "--duration", "30s", "--server-listen", "127.0.0.1:99999"}, code: 1, stderr: `--server-listen "127.0.0.1:99999"`},
 		{name: "demo shows metrics of no node", args: []string{"demo", "--nodes", "2", "--show-metrics", "node-09"}, code: 1, stderr: `--show-metrics "node-09": no such node`},
 	}
 	for _, tt := range tests {

@@ -53,9 +53,10 @@ type fleetAgents struct {
 
 // startAgents builds one agent per node with the options `gpuwatch agent
 // --simulate` gives its node, serves each on loopback and starts its background
-// readers (kernel log, NVML events, attribution). The demo loop drives their
-// collection cycles.
-func startAgents(fleet *simhw.Fleet, o Options, dir string) (*fleetAgents, error) {
+// readers (kernel log, NVML events, attribution) and its shipper, which
+// remote-writes every sample to remoteWrite through a queue in memory. The demo
+// loop drives their collection cycles.
+func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite string) (*fleetAgents, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fa := &fleetAgents{cancel: cancel, byName: map[string]*nodeAgent{},
 		client: &http.Client{Timeout: 10 * time.Second}}
@@ -91,6 +92,7 @@ func startAgents(fleet *simhw.Fleet, o Options, dir string) (*fleetAgents, error
 			Block:          n.Block(),
 			Version:        o.Version,
 			Now:            fleet.Now,
+			RemoteWriteURL: remoteWrite,
 		})
 		if err != nil {
 			fa.stop()
@@ -321,4 +323,26 @@ func stateReason(r health.Report) string {
 		s += fmt.Sprintf(", +%d more", n)
 	}
 	return s
+}
+
+// drain waits until every agent's shipper has delivered what its agent published
+// (nothing waiting to be encoded, nothing queued), or timeout passes.
+func (fa *fleetAgents) drain(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		waiting := 0
+		for _, na := range fa.nodes {
+			if sh := na.a.Shipper; sh != nil {
+				st := sh.Stats()
+				waiting += st.PendingSamples + int(st.QueueSamples)
+			}
+		}
+		if waiting == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the agents have not shipped %d samples to the demo's store after %s", waiting, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

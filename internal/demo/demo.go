@@ -52,12 +52,25 @@ type Options struct {
 	// ShowMetrics names a node whose whole /metrics text is printed at the end;
 	// "" prints an excerpt (health and Xid series) of the worst node's.
 	ShowMetrics string
+	// Start is the simulated time the fleet starts at; zero starts it Duration
+	// before the wall clock's now, so that the run's data lies in the recent past
+	// where Grafana looks (now, when Duration is 0). The story's times are offsets
+	// from it.
+	Start time.Time
+	// ServerListen is the address of the in-process gpuwatch server the agents
+	// remote-write to and Grafana queries; "" uses DefaultServerListen, or a free
+	// loopback port when that is taken.
+	ServerListen string
+	// KeepServing keeps the server (and the agents' endpoints) up after the final
+	// summary of a run with a Duration, until ctx is done.
+	KeepServing bool
 	// Version is reported by the agents' gpuwatch_build_info.
 	Version string
 	// Out receives the live summary.
 	Out io.Writer
 
-	builtin bool // Faults is DefaultStory
+	builtin  bool // Faults is DefaultStory
+	nowStart bool // Start was zero: the run ends at the wall clock's now
 }
 
 func (o *Options) fill() error {
@@ -102,6 +115,9 @@ func (o *Options) fill() error {
 	case o.ListenBase < 0 || o.ListenBase > 0 && o.ListenBase+o.Nodes-1 > 65535:
 		return fmt.Errorf("listen base port %d: the %d nodes need ports %d-%d, within 1-65535", o.ListenBase, o.Nodes, o.ListenBase, o.ListenBase+o.Nodes-1)
 	}
+	if o.Start.IsZero() {
+		o.Start, o.nowStart = time.Now().Add(-o.Duration).Truncate(time.Second), true
+	}
 	return nil
 }
 
@@ -118,6 +134,8 @@ type Result struct {
 	// as served over HTTP at the end.
 	Metrics     string
 	MetricsNode string
+	// Store is what the demo's gpuwatch server stored, read back from it.
+	Store StoreResult
 	// Cycles counts the agents' collection cycles: health-only and full.
 	HealthCycles, FullCycles int
 	// AgentCPU is the CPU time the process used while the agents ran their
@@ -156,6 +174,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		NodesPerLeaf: o.NodesPerLeaf,
 		Seed:         o.Seed,
 		Root:         dir,
+		Start:        o.Start,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the simulated fleet: %w", err)
@@ -181,7 +200,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("cannot materialize the simulated fleet: %w", err)
 	}
 
-	agents, err := startAgents(fleet, o, dir)
+	ds, err := startServer(o, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer ds.stop()
+	agents, err := startAgents(fleet, o, dir, ds.writeURL())
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +229,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	evs, d := agents.collect(ctx, true)
 	res.Events, res.AgentCPU, res.FullCycles = evs, d, len(agents.nodes)
 	res.acct.add(agents.views(), fleet.Now())
-	p.header(fleet, sc, o)
+	p.header(fleet, sc, o, ds)
 	if skipped > 0 {
 		fmt.Fprintf(o.Out, "(%d faults of the built-in story are on nodes beyond --nodes %d and are skipped)\n\n", skipped, o.Nodes)
 	}
@@ -259,7 +283,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.Metrics, err = agents.fetch(res.MetricsNode, "/metrics"); err != nil {
 		return res, err
 	}
-	p.final(res, o.ShowMetrics != "")
+	// Read back what the store holds once the agents have shipped everything, with
+	// a context of its own: ctx may be done (Ctrl-C).
+	if err := agents.drain(30 * time.Second); err != nil {
+		return res, err
+	}
+	qctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	res.Store, err = ds.summary(qctx, fleet.Now(), res.Simulated, agents)
+	cancel()
+	if err != nil {
+		return res, err
+	}
+	p.final(res, o)
+	if o.KeepServing && ctx.Err() == nil {
+		fmt.Fprintf(o.Out, "\nserving the store at %s and the agents' endpoints until interrupted (Ctrl-C)\n", ds.url)
+		<-ctx.Done()
+	}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return res, err
 	}

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +140,41 @@ func TestDefaultStory(t *testing.T) {
 		!strings.Contains(res.Metrics, "DCGM_FI_DEV_GPU_TEMP{") {
 		t.Errorf("/metrics of %s lacks its draining state or GPU temperatures", res.MetricsNode)
 	}
+
+	// The store holds what the agents shipped, as it answers through its Querier:
+	// every GPU, every Xid the agents counted, every cycle's health state, and every
+	// sample the shippers sent.
+	st := res.Store
+	if st.Sent == 0 || st.Accepted != st.Sent || st.Rejected != 0 || st.Dropped != 0 {
+		t.Errorf("store: accepted %d, refused %d; agents sent %d, dropped %d", st.Accepted, st.Rejected, st.Sent, st.Dropped)
+	}
+	if st.Series < 16*1500 {
+		t.Errorf("store holds %d series, want at least 1,500 per node", st.Series)
+	}
+	xids := 0
+	for _, e := range res.Events {
+		if e.Kind == EventXid {
+			xids += e.Count
+		}
+	}
+	if xids != 12 || tot.xids != xids {
+		t.Errorf("the agents counted %d Xids (events) and %d (final counters), want 12", xids, tot.xids)
+	}
+	for expr, want := range map[string]float64{
+		queryGPUs:                         128,
+		queryXids:                         float64(xids),
+		queryHealthSamples(res.Simulated): float64(res.HealthCycles + res.FullCycles),
+	} {
+		if got := st.Answer(expr); got != want {
+			t.Errorf("the store answers %s = %g, want %g", expr, got, want)
+		}
+	}
+	for _, s := range []string{"Grafana: add a Prometheus data source with URL " + st.URL, queryGPUs + " = 128 GPUs",
+		queryXids + " = 12 (the agents counted 12)"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q", s)
+		}
+	}
 	for _, s := range []string{"fleet: 128 GPUs", "Xids counted by the agents", "GPU-hours allocated",
 		"node healthy → draining", "cleared ib-down", res.MetricsNode + "'s /metrics"} {
 		if !strings.Contains(out.String(), s) {
@@ -162,6 +202,94 @@ func TestShowMetrics(t *testing.T) {
 		!strings.Contains(err.Error(), "node-03") {
 		t.Errorf("--show-metrics on a node the fleet lacks: %v", err)
 	}
+}
+
+// TestStoreServesGrafana keeps the server up after the summary and asks it, over
+// HTTP as Grafana does, for what the agents shipped; and the data lies where
+// Grafana looks: in the minutes before now.
+func TestStoreServesGrafana(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	var res *Result
+	before := time.Now()
+	go func() {
+		var err error
+		res, err = Run(ctx, Options{Nodes: 2, Duration: 2 * time.Minute, Speed: -1, KeepServing: true,
+			ServerListen: "127.0.0.1:0", Out: out})
+		done <- err
+	}()
+	var url string
+	for deadline := time.Now().Add(15 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no serving line after 15s:\n%s", out.String())
+		}
+		if _, rest, ok := strings.Cut(out.String(), "serving the store at "); ok {
+			url, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	resp, err := http.Get(url + "/api/v1/query?query=" + neturl.QueryEscape("count(DCGM_FI_DEV_GPU_TEMP)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// No time parameter: the store answers at now, which the run's data reaches.
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"value":[`) || !strings.Contains(string(body), `,"16"]`) {
+		t.Errorf("GET %s/api/v1/query: %s %s", url, resp.Status, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if start := res.Nodes[0].Snapshot.Time.Add(-res.Simulated); start.After(before) || start.Before(before.Add(-2*time.Minute-time.Second)) {
+		t.Errorf("simulated time started %s, want the 2m before %s", start, before)
+	}
+	if !strings.Contains(out.String(), "Grafana: add a Prometheus data source with URL "+url) {
+		t.Errorf("header does not give %s as Grafana's data source URL:\n%s", url, out.String())
+	}
+}
+
+// TestServerListen: an address that cannot be served is an error naming it; with
+// none given, a taken default port falls back to a free one.
+func TestServerListen(t *testing.T) {
+	_, err := Run(context.Background(), Options{Nodes: 1, Duration: 30 * time.Second, Speed: -1, ServerListen: "127.0.0.1:99999"})
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:99999") {
+		t.Errorf("unservable --server-listen: %v", err)
+	}
+	if ln, err := net.Listen("tcp", DefaultServerListen); err == nil {
+		defer ln.Close()
+	} // else: something else holds it, which is the case under test too
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Nodes: 1, Duration: 30 * time.Second, Speed: -1, Out: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Store.URL == "http://"+DefaultServerListen || !strings.Contains(out.String(), DefaultServerListen+" is taken") {
+		t.Errorf("store at %s with %s taken:\n%s", res.Store.URL, DefaultServerListen, out.String())
+	}
+	if res.Store.Answer(queryGPUs) != 8 {
+		t.Errorf("%s = %g, want 8", queryGPUs, res.Store.Answer(queryGPUs))
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestBadScenario(t *testing.T) {

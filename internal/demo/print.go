@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -27,28 +28,50 @@ func (p *printer) offset(t time.Time) string {
 	return fmt.Sprintf("+%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options) {
+func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options, ds *demoServer) {
 	nodes := f.Nodes()
 	leaves := map[string]bool{}
 	for _, n := range nodes {
 		leaves[n.Leaf()] = true
 	}
 	shape := f.Shape()
-	fmt.Fprintf(p.w, "gpuwatch demo: %d simulated %s nodes (%d GPUs each) under %d leaf switches; %d faults scripted\n",
-		len(nodes), shape.Name, shape.GPUs(), len(leaves), len(sc.Faults))
-	run := "until interrupted"
-	if o.Duration > 0 {
-		run = "for " + o.Duration.String()
+	switches := "leaf switches"
+	if len(leaves) == 1 {
+		switches = "leaf switch"
 	}
+	fmt.Fprintf(p.w, "gpuwatch demo: %d simulated %s nodes (%d GPUs each) under %d %s; %d faults scripted\n",
+		len(nodes), shape.Name, shape.GPUs(), len(leaves), switches, len(sc.Faults))
 	speed := fmt.Sprintf("at %gx speed", o.Speed)
 	if o.Speed < 0 {
 		speed = "as fast as possible"
 	}
-	fmt.Fprintf(p.w, "simulated time starts at %s and runs %s %s; files under each node's directory in %s\n",
-		f.Start().Format(time.RFC3339), run, speed, f.Spec().Root)
+	start := f.Start().UTC()
+	var when string
+	switch {
+	case o.Duration > 0:
+		when = fmt.Sprintf("simulated time runs %s to %s", start.Format(time.RFC3339), start.Add(o.Duration).Format("15:04:05Z"))
+		if o.nowStart {
+			when += fmt.Sprintf(" (the %s up to now, so that Grafana's recent time ranges show it)", o.Duration)
+		}
+		when += " " + speed
+	default:
+		when = fmt.Sprintf("simulated time starts at %s and runs until interrupted %s", start.Format(time.RFC3339), speed)
+		if o.nowStart && o.Speed > 1 {
+			when += ", ahead of the wall clock (widen Grafana's time range into the future)"
+		}
+	}
+	fmt.Fprintf(p.w, "%s; times below are offsets from the start\n", when)
 	fmt.Fprintf(p.w, "one gpuwatch agent per node reads it through NVML, /sys and the kernel log: health cycle every %s, full every %s of simulated time\n",
 		o.Tick, time.Duration(o.FullEvery)*o.Tick)
 	fmt.Fprintf(p.w, "each agent serves /metrics, /health, /topology and /sources on loopback (URLs below); `--show-metrics NODE` prints one at the end\n")
+	note := ""
+	if ds.note != "" {
+		note = " (" + ds.note + ")"
+	}
+	fmt.Fprintf(p.w, "and remote-writes every sample to the demo's gpuwatch server at %s%s: embedded Prometheus TSDB in %s, node files beside it\n",
+		ds.url, note, ds.dir)
+	fmt.Fprintf(p.w, "Grafana: add a Prometheus data source with URL %s (up while the demo runs); try %s/api/v1/query?query=%s\n",
+		ds.url, ds.url, queryXids)
 	fmt.Fprintln(p.w)
 }
 
@@ -216,7 +239,8 @@ func conditionList(n NodeView) string {
 // shows by default.
 const metricsExcerpt = 24
 
-func (p *printer) final(res *Result, all bool) {
+func (p *printer) final(res *Result, o Options) {
+	all := o.ShowMetrics != ""
 	fmt.Fprintln(p.w)
 	fmt.Fprintf(p.w, "after %s of simulated time, as the agents report it:\n", res.Simulated.Round(time.Second))
 	p.table(res.Nodes)
@@ -276,9 +300,10 @@ func (p *printer) final(res *Result, all bool) {
 	fmt.Fprintf(p.w, "GPU-hours allocated %.1f, measured busy %.1f (%.0f%% efficiency); energy %.1f kWh\n",
 		h(a.allocGPUs), h(a.measured), eff, (a.energy-a.energy0)/3.6e9)
 	if n := res.HealthCycles + res.FullCycles; n > 0 {
-		fmt.Fprintf(p.w, "the agents ran %d health and %d full cycles in %.1f s of CPU: %.1f ms per node and cycle\n",
+		fmt.Fprintf(p.w, "the agents ran %d health and %d full cycles in %.1f s of CPU (shipping to the store alongside): %.1f ms per node and cycle\n",
 			res.HealthCycles, res.FullCycles, res.AgentCPU.Seconds(), float64(res.AgentCPU.Microseconds())/1000/float64(n))
 	}
+	p.store(res, o)
 
 	lines := strings.Split(strings.TrimRight(res.Metrics, "\n"), "\n")
 	url := ""
@@ -320,5 +345,40 @@ func (p *printer) final(res *Result, all bool) {
 		res.MetricsNode, len(lines), res.MetricsNode, more)
 	for _, l := range pick {
 		fmt.Fprintln(p.w, "  "+l)
+	}
+}
+
+// store prints what the demo's store holds, as it answers.
+func (p *printer) store(res *Result, o Options) {
+	st := res.Store
+	fmt.Fprintf(p.w, "the store at %s holds %d series: it accepted %d samples and refused %d; the agents sent %d and dropped %d\n",
+		st.URL, st.Series, st.Accepted, st.Rejected, st.Sent, st.Dropped)
+	cycles := res.HealthCycles + res.FullCycles
+	var parts []string
+	for _, a := range st.Answers {
+		why := ""
+		switch a.Expr {
+		case queryGPUs:
+			why = " GPUs"
+		case queryXids:
+			why = fmt.Sprintf(" (the agents counted %d)", totals(res.Nodes).xids)
+		default:
+			if n := len(res.Nodes); n > 0 {
+				why = fmt.Sprintf(" (%d nodes × %d cycles)", n, cycles/n)
+			}
+		}
+		v := fmt.Sprintf("%g", a.Value)
+		if math.IsNaN(a.Value) {
+			v = "no series"
+		}
+		parts = append(parts, fmt.Sprintf("%s = %s%s", a.Expr, v, why))
+	}
+	fmt.Fprintf(p.w, "PromQL at %s: %s\n", p.offset(p.start.Add(res.Simulated)), strings.Join(parts, "; "))
+	switch {
+	case o.KeepServing:
+	case o.Dir != "":
+		fmt.Fprintf(p.w, "the server stops with the demo (`--keep-serving` keeps it up); `gpuwatch server --data-dir %s` serves its data again\n", st.Dir)
+	case o.Duration > 0:
+		fmt.Fprintf(p.w, "the server stops with the demo: `--keep-serving` keeps it up for Grafana\n")
 	}
 }

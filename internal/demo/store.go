@@ -1,0 +1,208 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
+)
+
+// DefaultServerListen is where the demo serves its gpuwatch server when
+// Options.ServerListen is "": the port `gpuwatch server` listens on, on loopback,
+// so a Grafana data source added once keeps working from run to run. When the
+// port is taken (a real gpuwatch server, a second demo) a free one is used.
+const DefaultServerListen = "127.0.0.1:9402"
+
+// storeDirName is the store's directory under the demo's working directory.
+const storeDirName = "store"
+
+// demoServer is the in-process `gpuwatch server` the agents remote-write to: the
+// embedded Prometheus TSDB in the demo's working directory, its ingest endpoints
+// and the Prometheus query API Grafana reads.
+type demoServer struct {
+	srv    *server.Server
+	http   *http.Server
+	url    string // http://127.0.0.1:PORT
+	dir    string
+	note   string // why the address is not the one asked for, or ""
+	client *http.Client
+}
+
+// startServer opens a fresh store in dir/store (a previous run's data there is
+// removed: each run is a fresh fleet whose times would overlap it) and serves it
+// on loopback.
+func startServer(o Options, dir string) (*demoServer, error) {
+	sdir := filepath.Join(dir, storeDirName)
+	if err := os.RemoveAll(sdir); err != nil {
+		return nil, fmt.Errorf("cannot clear the store's directory %s: %w", sdir, err)
+	}
+	lim := ingest.DefaultLimits()
+	// Simulated time at more than 1x outruns the wall clock; the demo's store takes
+	// the agents' clock as it is.
+	lim.MaxFutureSkew = 0
+	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version})
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the demo's gpuwatch server: %w", err)
+	}
+	addr, note := o.ServerListen, ""
+	if addr == "" {
+		addr = DefaultServerListen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil && o.ServerListen == "" && errors.Is(err, syscall.EADDRINUSE) {
+		note = DefaultServerListen + " is taken"
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		_ = srv.Close(context.Background())
+		return nil, fmt.Errorf("--server-listen %q: cannot serve the demo's gpuwatch server: %w", addr, err)
+	}
+	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note,
+		http:   &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		client: &http.Client{Timeout: 10 * time.Second}}
+	go ds.http.Serve(ln)
+	return ds, nil
+}
+
+// writeURL is the remote-write endpoint the agents ship to.
+func (ds *demoServer) writeURL() string { return ds.url + ingest.WritePath }
+
+// stop closes the HTTP server and then the store (flushing its head to the WAL).
+func (ds *demoServer) stop() {
+	_ = ds.http.Close()
+	_ = ds.srv.Close(context.Background())
+}
+
+// StoreResult is what the demo's store held at the end, read back from it.
+type StoreResult struct {
+	// URL is the server's base URL: a Grafana Prometheus data source's URL.
+	URL string
+	// Dir is the embedded store's data directory.
+	Dir string
+	// Series is the store's series in memory (prometheus_tsdb_head_series), and
+	// Accepted and Rejected the samples its remote-write endpoint took and refused
+	// (gpuwatch_ingest_samples_*_total), all read from the server's /metrics.
+	Series             int
+	Accepted, Rejected int
+	// Sent and Dropped are the samples the agents' shippers delivered and dropped.
+	Sent, Dropped int
+	// Answers are PromQL queries evaluated by the store at the end of the run.
+	Answers []Answer
+}
+
+// Answer is one PromQL query and the store's answer: the value of its single
+// sample (NaN when the answer was empty).
+type Answer struct {
+	Expr  string
+	Value float64
+}
+
+// Answer returns the value the store gave expr, NaN when it was not asked.
+func (r StoreResult) Answer(expr string) float64 {
+	for _, a := range r.Answers {
+		if a.Expr == expr {
+			return a.Value
+		}
+	}
+	return math.NaN()
+}
+
+// The queries the final summary asks the store.
+const (
+	queryGPUs = "count(DCGM_FI_DEV_GPU_TEMP)"
+	queryXids = "sum(gpuwatch_xid_errors_total)"
+)
+
+// queryHealthSamples counts the samples of the nodes' health state over the run:
+// one per node and agent cycle when the store holds every cycle's.
+func queryHealthSamples(simulated time.Duration) string {
+	return fmt.Sprintf("sum(count_over_time(gpuwatch_node_health_state[%s]))", model.Duration(simulated.Round(time.Second)+time.Second))
+}
+
+// summary reads back what the store holds at simulated time at: the server's own
+// counters over HTTP and PromQL answers through the server's Querier.
+func (ds *demoServer) summary(ctx context.Context, at time.Time, simulated time.Duration, fa *fleetAgents) (StoreResult, error) {
+	r := StoreResult{URL: ds.url, Dir: ds.dir}
+	for _, na := range fa.nodes {
+		if sh := na.a.Shipper; sh != nil {
+			st := sh.Stats()
+			r.Sent += int(st.SamplesSent)
+			for _, n := range st.Dropped {
+				r.Dropped += int(n)
+			}
+		}
+	}
+	m, err := ds.metrics()
+	if err != nil {
+		return r, err
+	}
+	r.Series = int(m["prometheus_tsdb_head_series"])
+	r.Accepted = int(m["gpuwatch_ingest_samples_accepted_total"])
+	r.Rejected = int(m["gpuwatch_ingest_samples_rejected_total"])
+	q := ds.srv.Querier()
+	for _, expr := range []string{queryGPUs, queryXids, queryHealthSamples(simulated)} {
+		v, err := q.Instant(ctx, expr, at)
+		if err != nil {
+			return r, fmt.Errorf("the demo's store cannot answer %s: %w", expr, err)
+		}
+		a := Answer{Expr: expr, Value: math.NaN()}
+		if len(v) == 1 {
+			a.Value = v[0].Value
+		}
+		r.Answers = append(r.Answers, a)
+	}
+	return r, nil
+}
+
+// metrics reads the server's /metrics over HTTP and sums each metric's series by
+// name (the counters of every label combination together).
+func (ds *demoServer) metrics() (map[string]float64, error) {
+	resp, err := ds.client.Get(ds.url + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("the demo's gpuwatch server: GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil, fmt.Errorf("the demo's gpuwatch server: GET %s/metrics: %s", ds.url, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		name, rest, _ := strings.Cut(l, " ")
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+			if j := strings.LastIndexByte(l, '}'); j >= 0 {
+				rest = strings.TrimSpace(l[j+1:])
+			}
+		}
+		val, _, _ := strings.Cut(rest, " ")
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			out[name] += v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("the demo's gpuwatch server: reading /metrics: %w", err)
+	}
+	return out, nil
+}
