@@ -84,6 +84,11 @@ type Options struct {
 	RemoteWriteURL string
 	QueueDir       string
 	QueueMaxBytes  int64
+	// RemoteWriteUnchanged is the longest a series whose value has not changed
+	// goes unshipped (0: Interval, so health-critical fields read every second
+	// cost the store their changes and one sample per full cycle; negative: ship
+	// every sample).
+	RemoteWriteUnchanged time.Duration
 
 	Version string
 	Logger  *slog.Logger
@@ -264,9 +269,16 @@ func New(opts Options) (*Agent, error) {
 	// Remote write: the shipper reports itself as a source and is fed every
 	// published snapshot as /metrics renders it.
 	if opts.RemoteWriteURL != "" {
+		unchanged := opts.RemoteWriteUnchanged
+		switch {
+		case unchanged == 0:
+			unchanged = opts.Interval
+		case unchanged < 0:
+			unchanged = 0
+		}
 		a.Shipper, err = shipper.New(shipper.Options{URL: opts.RemoteWriteURL, QueueDir: opts.QueueDir,
 			MaxBytes: opts.QueueMaxBytes, ExtraLabels: telemetry.NewLabels(telemetry.LabelNode, opts.Node),
-			Version: opts.Version, Logger: log, Now: opts.Now})
+			UnchangedInterval: unchanged, Version: opts.Version, Logger: log, Now: opts.Now})
 		if err != nil {
 			return nil, err
 		}

@@ -2,8 +2,10 @@ package shipper
 
 import (
 	"hash/maphash"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/snappy"
 	dto "github.com/prometheus/client_model/go"
@@ -15,16 +17,22 @@ import (
 
 const nameLabel = "__name__"
 
-// lastSeen is a series' last shipped timestamp and the snapshot that last had it.
+// lastSeen is a series' last rendered timestamp and value, when it was last
+// shipped, and the snapshot that last had it.
 type lastSeen struct {
-	ts  int64
-	gen uint32
+	ts      int64 // the newest timestamp rendered
+	shipped int64 // the timestamp last shipped
+	v       float64
+	gen     uint32
 }
 
 // encoder turns rendered snapshots into records. It is used by one goroutine.
 type encoder struct {
 	extra []prompb.Label // sorted
 	batch int
+	// unchanged is the longest, in milliseconds, an unchanged value goes without
+	// being shipped again; 0 ships every new timestamp.
+	unchanged int64
 	seed  maphash.Seed
 	last  map[uint64]lastSeen
 	gen   uint32
@@ -34,8 +42,8 @@ type encoder struct {
 	buf   []byte
 }
 
-func newEncoder(extra telemetry.Labels, batch int) *encoder {
-	e := &encoder{batch: batch, seed: maphash.MakeSeed(), last: map[uint64]lastSeen{}, times: map[string][]int64{}}
+func newEncoder(extra telemetry.Labels, batch int, unchanged time.Duration) *encoder {
+	e := &encoder{batch: batch, unchanged: max(0, unchanged.Milliseconds()), seed: maphash.MakeSeed(), last: map[uint64]lastSeen{}, times: map[string][]int64{}}
 	for _, l := range extra {
 		if l.Value != "" {
 			e.extra = append(e.extra, prompb.Label{Name: l.Name, Value: l.Value})
@@ -50,7 +58,11 @@ func newEncoder(extra telemetry.Labels, batch int) *encoder {
 const forgetAfter = 64
 
 // encode emits the snapshot's series whose timestamp advanced since they were
-// last shipped, as records of at most batch samples each.
+// last shipped, as records of at most batch samples each. With an unchanged
+// interval, a series whose value did not change is shipped again only once that
+// interval has passed since it was last shipped: health-critical fields read
+// every second cost the store one sample per interval until they move, and
+// their moves keep the second they happened.
 //
 // fams is what Exporter.Render returned for snap: the exporter renders the
 // snapshot's samples in order, each into its family, and appends its own
@@ -116,11 +128,19 @@ func (e *encoder) encode(snap *collector.Snapshot, fams []*dto.MetricFamily, out
 				h.WriteString(l.GetValue())
 			}
 			key := h.Sum64()
-			if prev, ok := e.last[key]; ok && prev.ts >= ts {
-				e.last[key] = lastSeen{ts: prev.ts, gen: e.gen}
+			prev, ok := e.last[key]
+			if ok && prev.ts >= ts {
+				prev.gen = e.gen
+				e.last[key] = prev
 				continue
 			}
-			e.last[key] = lastSeen{ts: ts, gen: e.gen}
+			if ok && e.unchanged > 0 && sameValue(prev.v, v) && ts-prev.shipped < e.unchanged {
+				// Unchanged since it was last shipped, and shipped recently: a
+				// change is shipped at once, a steady value once per interval.
+				e.last[key] = lastSeen{ts: ts, shipped: prev.shipped, v: v, gen: e.gen}
+				continue
+			}
+			e.last[key] = lastSeen{ts: ts, shipped: ts, v: v, gen: e.gen}
 			e.req.Timeseries = append(e.req.Timeseries, prompb.TimeSeries{
 				Labels:  e.labels(name, m.Label),
 				Samples: []prompb.Sample{{Value: v, Timestamp: ts}},
@@ -138,6 +158,12 @@ func (e *encoder) encode(snap *collector.Snapshot, fams []*dto.MetricFamily, out
 			}
 		}
 	}
+}
+
+// sameValue reports whether a and b are the same sample value (NaN equals NaN,
+// so a stale-looking gauge does not ship every cycle).
+func sameValue(a, b float64) bool {
+	return a == b || (math.IsNaN(a) && math.IsNaN(b))
 }
 
 // labels builds a series' sorted label set: the rendered labels, __name__, and

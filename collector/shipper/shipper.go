@@ -54,6 +54,11 @@ type Options struct {
 	// SyncInterval is the longest a written record waits for fsync (default 1s;
 	// negative: fsync after every record).
 	SyncInterval time.Duration
+	// UnchangedInterval is the longest a series whose value has not changed goes
+	// without being shipped again; a changed value ships at once. 0 ships every
+	// sample collected (the agent passes its full-cycle interval, so the 1 s
+	// health cycle costs the store only its changes).
+	UnchangedInterval time.Duration
 	// BatchSamples is the most samples in one request (default 2000).
 	BatchSamples int
 	// Timeout bounds one request (default 30s).
@@ -155,6 +160,8 @@ func New(opts Options) (*Shipper, error) {
 	switch {
 	case opts.MaxBytes < 0:
 		return nil, fmt.Errorf("remote-write queue bound %d bytes: must be positive", opts.MaxBytes)
+	case opts.UnchangedInterval < 0:
+		return nil, fmt.Errorf("remote-write unchanged interval %s: must not be negative", opts.UnchangedInterval)
 	case opts.BatchSamples < 0:
 		return nil, fmt.Errorf("remote-write batch of %d samples: must be positive", opts.BatchSamples)
 	case opts.Timeout < 0 || opts.BackoffMin < 0 || opts.BackoffMax < opts.BackoffMin:
@@ -182,7 +189,7 @@ func New(opts Options) (*Shipper, error) {
 	}
 	s := &Shipper{opts: opts, ua: "gpuwatch/" + opts.Version, target: redact(u), log: opts.Logger.With("remote_write", redact(u)),
 		wake: make(chan struct{}, 1), dropped: map[string]uint64{}}
-	s.enc = newEncoder(opts.ExtraLabels, opts.BatchSamples)
+	s.enc = newEncoder(opts.ExtraLabels, opts.BatchSamples, opts.UnchangedInterval)
 	s.q, err = openQueue(queueOptions{dir: opts.QueueDir, maxBytes: opts.MaxBytes, segmentBytes: opts.SegmentBytes,
 		syncInterval: opts.SyncInterval, logger: s.log, now: opts.Now, dropped: s.drop})
 	if err != nil {

@@ -36,7 +36,7 @@ func (e *enqueued) add(s *Shipper, f *fixture, sn *collector.Snapshot) {
 
 // samples is how many samples a fresh encoder makes of everything enqueued.
 func (e *enqueued) samples(from int) int {
-	enc := newEncoder(telemetry.NewLabels(telemetry.LabelNode, testNode), DefaultBatchSamples)
+	enc := newEncoder(telemetry.NewLabels(telemetry.LabelNode, testNode), DefaultBatchSamples, 0)
 	n := 0
 	for i := range e.snaps {
 		enc.encode(e.snaps[i], e.fams[i], func(_ []byte, k int) {
@@ -140,7 +140,7 @@ func TestTimestampsMatchTheExporter(t *testing.T) {
 	plain, stamped := newFixture(collector.LabelsDCGM, false), newFixture(collector.LabelsDCGM, true)
 	decode := func(fams []*dto.MetricFamily, sn *collector.Snapshot) map[string]int64 {
 		out := map[string]int64{}
-		newEncoder(nil, 1<<20).encode(sn, fams, func(data []byte, _ int) {
+		newEncoder(nil, 1<<20, 0).encode(sn, fams, func(data []byte, _ int) {
 			raw, err := snappy.Decode(nil, data)
 			if err != nil {
 				t.Fatal(err)

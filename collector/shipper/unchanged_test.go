@@ -1,0 +1,62 @@
+package shipper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/gpuwatch/gpuwatch/collector"
+)
+
+// TestUnchangedValuesShipOncePerInterval: read every second, a steady counter is
+// shipped once per unchanged interval, and a change ships at the second it
+// happened (and restarts the interval).
+func TestUnchangedValuesShipOncePerInterval(t *testing.T) {
+	enc := newEncoder(nil, DefaultBatchSamples, 10*time.Second)
+	start := time.Unix(1_700_000_000, 0)
+	value := func(sec int) float64 {
+		if sec >= 13 {
+			return 2 // an Xid counter that moved at t=13 s
+		}
+		return 1
+	}
+	var shipped []int64
+	for sec := 0; sec < 30; sec++ {
+		now := start.Add(time.Duration(sec) * time.Second)
+		ms := now.UnixMilli()
+		name, v := "DCGM_FI_DEV_XID_ERRORS", value(sec)
+		fams := []*dto.MetricFamily{{Name: &name, Metric: []*dto.Metric{{
+			Counter: &dto.Counter{Value: &v}, TimestampMs: &ms,
+		}}}}
+		enc.encode(&collector.Snapshot{Time: now}, fams, func(data []byte, _ int) {
+			raw, err := snappy.Decode(nil, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wr prompb.WriteRequest
+			if err := wr.Unmarshal(raw); err != nil {
+				t.Fatal(err)
+			}
+			for _, ts := range wr.Timeseries {
+				for _, s := range ts.Samples {
+					if s.Value != value(int((s.Timestamp-start.UnixMilli())/1000)) {
+						t.Errorf("sample at %d ms has value %g", s.Timestamp, s.Value)
+					}
+					shipped = append(shipped, (s.Timestamp-start.UnixMilli())/1000)
+				}
+			}
+		})
+	}
+	want := []int64{0, 10, 13, 23}
+	if len(shipped) != len(want) {
+		t.Fatalf("shipped at seconds %v, want %v", shipped, want)
+	}
+	for i := range want {
+		if shipped[i] != want[i] {
+			t.Fatalf("shipped at seconds %v, want %v", shipped, want)
+		}
+	}
+}
