@@ -33,9 +33,9 @@ type encoder struct {
 	// unchanged is the longest, in milliseconds, an unchanged value goes without
 	// being shipped again; 0 ships every new timestamp.
 	unchanged int64
-	seed  maphash.Seed
-	last  map[uint64]lastSeen
-	gen   uint32
+	seed      maphash.Seed
+	last      map[uint64]lastSeen
+	gen       uint32
 
 	times map[string][]int64 // scratch: per metric name, the samples' times in order
 	req   prompb.WriteRequest
