@@ -250,7 +250,7 @@ func New(opts Options) (*Agent, error) {
 			Node: opts.Node, NVLinkDomain: opts.NVLinkDomain, Leaf: opts.Leaf, Spine: opts.Spine, Block: opts.Block, Now: opts.Now})
 		a.attr = attribution.New(attribution.Options{NVML: opts.NVML, Inventory: a.Inventory, ProcRoot: opts.ProcRoot,
 			KubeletSocket: opts.KubeletSocket, RefreshEvery: opts.AttributionInterval, Logger: log, Now: opts.Now})
-		sources = append(sources, a.nvml, nvlink.New(opts.NVML, a.Inventory))
+		sources = append(sources, a.nvml, nvlink.New(opts.NVML, a.Inventory, opts.Now))
 	} else {
 		for _, n := range []telemetry.Source{telemetry.SourceNVML, telemetry.SourceNVLink} {
 			sources = append(sources, unavailable{string(n), a.nvmlErr})

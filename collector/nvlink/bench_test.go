@@ -17,7 +17,7 @@ func BenchmarkCollect(b *testing.B) {
 		b.Fatal(err)
 	}
 	r.advance(b, time.Minute)
-	src := New(r.lib, r.inv)
+	src := New(r.lib, r.inv, nil)
 	ctx := context.Background()
 	buf := make([]telemetry.Sample, 0, 2048)
 	emit := func(s telemetry.Sample) { buf = append(buf, s) }

@@ -78,9 +78,14 @@ type link struct {
 	labels telemetry.Labels // gpu_index, link
 }
 
-// New returns the source for the GPUs of inv; lib must be initialized.
-func New(lib gonvml.Interface, inv *collector.Inventory) *Source {
-	s := &Source{lib: lib, inv: inv, now: time.Now}
+// New returns the source for the GPUs of inv; lib must be initialized. now
+// stamps the samples (nil: time.Now); the agent passes its clock, so a
+// simulated fleet's links carry simulated time like every other source.
+func New(lib gonvml.Interface, inv *collector.Inventory, now func() time.Time) *Source {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Source{lib: lib, inv: inv, now: now}
 	if inv != nil {
 		for _, info := range inv.GPUs {
 			s.gpus = append(s.gpus, &gpuLinks{

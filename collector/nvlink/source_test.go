@@ -46,8 +46,7 @@ func (r *rig) source(lib gonvml.Interface) *Source {
 	if lib == nil {
 		lib = r.lib
 	}
-	s := New(lib, r.inv)
-	s.now = func() time.Time { return testClock }
+	s := New(lib, r.inv, func() time.Time { return testClock })
 	return s
 }
 
@@ -362,7 +361,7 @@ func TestUtilizationCounterFallback(t *testing.T) {
 }
 
 func TestNoGPUs(t *testing.T) {
-	if err := New(nil, nil).Collect(context.Background(), func(telemetry.Sample) {}); err == nil {
+	if err := New(nil, nil, nil).Collect(context.Background(), func(telemetry.Sample) {}); err == nil {
 		t.Error("no error without GPUs")
 	}
 }
