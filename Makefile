@@ -13,6 +13,12 @@ GOLDEN_PKGS := ./telemetry/
 DEMO_FLAGS ?= --duration 10m --speed 20
 # `make bench` runs the simulated agent as a real process for this long, scraping it.
 AGENTBENCH_FLAGS ?= -duration 60s -scrape 15s
+# `make bench-store` sizes: the side-by-side ingest run, the paced 1,000-node
+# run, the disk-per-sample run and the dashboard queries over a day of data.
+STOREBENCH_INGEST_FLAGS ?= -nodes 1000 -cycles 6
+STOREBENCH_SUSTAIN_FLAGS ?= -nodes 1000 -duration 60s
+STOREBENCH_DISK_FLAGS ?= -nodes 20 -hours 8
+STOREBENCH_QUERY_FLAGS ?= -nodes 1000 -hours 24
 
 .DEFAULT_GOAL := help
 
@@ -26,9 +32,11 @@ deps: ## install what the build needs (Go modules)
 	$(GO) mod download
 
 # The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
-# promtool) from Debian. Installed once; their system services are not used.
-DEBIAN_PACKAGES := victoria-metrics prometheus
-DEBIAN_BINARIES := victoria-metrics prometheus promtool
+# promtool), and Slurm (slurm-wlm: slurmctld, slurmd, the client commands) with munge,
+# from Debian. Installed once; their system services are not used (test/realslurm
+# runs its own munged and daemons).
+DEBIAN_PACKAGES := victoria-metrics prometheus slurm-wlm munge
+DEBIAN_BINARIES := victoria-metrics prometheus promtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged
 
 .PHONY: test-deps
 test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
@@ -37,7 +45,7 @@ test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
 	  if [ "$$(id -u)" != 0 ]; then echo "make: the tests need $(DEBIAN_PACKAGES); run 'sudo make test-deps'" >&2; exit 1; fi; \
 	  echo "installing $(DEBIAN_PACKAGES)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES) >/dev/null; \
-	  for s in victoria-metrics prometheus; do systemctl stop $$s 2>/dev/null || true; done; \
+	  for s in victoria-metrics prometheus slurmctld slurmd; do systemctl stop $$s 2>/dev/null || true; done; \
 	fi
 
 .PHONY: build
@@ -60,10 +68,18 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run $(STATICCHECK) ./...
 
 .PHONY: bench
-bench: build ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
+bench: build bench-store ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./internal/agentbench hour
 	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
+
+.PHONY: bench-store
+bench-store: build test-deps ## the store benchmarks: ingest side by side with Prometheus and VictoriaMetrics, 1,000 nodes paced, disk, queries
+	$(GO) run ./internal/storebench series
+	$(GO) run ./internal/storebench ingest -bin $(BIN) $(STOREBENCH_INGEST_FLAGS)
+	$(GO) run ./internal/storebench sustain -bin $(BIN) $(STOREBENCH_SUSTAIN_FLAGS)
+	$(GO) run ./internal/storebench disk $(STOREBENCH_DISK_FLAGS)
+	$(GO) run ./internal/storebench query $(STOREBENCH_QUERY_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 10s)

@@ -161,7 +161,7 @@ func (s *Server) Start() {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout = s.logs
 	cmd.Stderr = s.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // never outlive the test binary
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
 		s.t.Fatalf("realstore: start %s: %v", s.bin, err)
