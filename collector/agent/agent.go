@@ -24,6 +24,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/collector/infiniband"
 	"github.com/gpuwatch/gpuwatch/collector/nvlink"
 	nvmlsrc "github.com/gpuwatch/gpuwatch/collector/nvml"
+	"github.com/gpuwatch/gpuwatch/collector/healthpush"
 	"github.com/gpuwatch/gpuwatch/collector/shipper"
 	"github.com/gpuwatch/gpuwatch/collector/topology"
 	"github.com/gpuwatch/gpuwatch/collector/xid"
@@ -90,6 +91,11 @@ type Options struct {
 	// every sample).
 	RemoteWriteUnchanged time.Duration
 
+	// ServerURL, when set, is the gpuwatch server that gets this node's health
+	// report the moment its verdict changes (collector/healthpush), and as a
+	// heartbeat otherwise: the drain controller's fast path.
+	ServerURL string
+
 	Version string
 	Logger  *slog.Logger
 	// Now is the clock; nil means time.Now. The demo passes simulated time.
@@ -105,6 +111,8 @@ type Agent struct {
 	Health    *health.Engine
 	// Shipper sends the samples to RemoteWriteURL; nil without one.
 	Shipper *shipper.Shipper
+	// Pusher sends health reports to ServerURL; nil without one.
+	Pusher *healthpush.Pusher
 
 	nvml     *nvmlsrc.Source
 	xid      *xid.Source
@@ -284,6 +292,15 @@ func New(opts Options) (*Agent, error) {
 		}
 		sources = append(sources, a.Shipper)
 	}
+	if opts.ServerURL != "" {
+		a.Pusher, err = healthpush.New(healthpush.Options{Server: opts.ServerURL, Version: opts.Version, Logger: log})
+		if err != nil {
+			if a.Shipper != nil {
+				a.Shipper.Close()
+			}
+			return nil, err
+		}
+	}
 
 	var attributor collector.Attributor
 	if a.attr != nil {
@@ -295,6 +312,9 @@ func New(opts Options) (*Agent, error) {
 		Sources: sources, Derivers: []collector.Deriver{eng}, Inventory: a.Inventory,
 		Interval: opts.Interval, HealthInterval: opts.HealthInterval, Timeout: opts.Timeout,
 		OnPublish: func(s *collector.Snapshot) {
+			if a.Pusher != nil {
+				a.Pusher.Offer(eng.Report()) // first: a changed verdict leaves at once
+			}
 			fams := a.Exporter.Render(s)
 			if a.Shipper != nil {
 				a.Shipper.Enqueue(s, fams)
@@ -344,6 +364,9 @@ func (a *Agent) Start(ctx context.Context) (wait func()) {
 	}
 	if a.Shipper != nil {
 		bg("shipper", a.Shipper.Run)
+	}
+	if a.Pusher != nil {
+		bg("health-push", a.Pusher.Run)
 	}
 	return wg.Wait
 }
