@@ -58,7 +58,7 @@ demo: build ## run the whole system on a simulated fleet (embedded defaults)
 
 .PHONY: test
 test: test-deps lint ## install what is needed, then run every test
-	GPUWATCH_REQUIRE_REALSTORE=1 $(GO) test -count=1 ./...
+	GPUWATCH_REQUIRE_REALSTORE=1 GPUWATCH_REQUIRE_REALSLURM=1 $(GO) test -count=1 ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

@@ -1,0 +1,199 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gpuwatch/gpuwatch/collector/health"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// ReasonPrefix starts every reason automation sets: the same prefix as the Slurm
+// adapter's ReasonPrefix and the agent's health.SummaryPrefix, so `gpuwatch check`,
+// the controller and an admin reading sinfo agree on what gpuwatch owns.
+const ReasonPrefix = health.SummaryPrefix
+
+// Owned reports whether a drain reason is one gpuwatch's automation set.
+func Owned(reason string) bool { return strings.HasPrefix(strings.TrimSpace(reason), ReasonPrefix) }
+
+// MaxReason is the longest reason the controller hands an actuator, in bytes.
+const MaxReason = 200
+
+// Actuator is the scheduler-side hand of the controller: Slurm (scontrol) or
+// Kubernetes (cordon, taint, condition). The controller calls it from one worker
+// goroutine, never from Observe, and never calls two methods for the same node at
+// once.
+//
+// Contract:
+//   - Drain stops new work landing on the node and records reason where an admin
+//     sees it (Slurm Reason=, a Kubernetes annotation and node condition). An
+//     automatic drain's reason starts with ReasonPrefix; a ManualDrain's does not,
+//     and an implementation must accept both. Draining a node that is already
+//     drained with the same reason is not an error.
+//   - Resume undoes a drain: the controller calls it only after State said the
+//     node is drained with an owned reason, or for ManualResume.
+//   - Reboot drains the node at once, reboots it as soon as it is idle, and returns
+//     it to service when it is back (Slurm: scontrol reboot ASAP nextstate=RESUME).
+//     Until the reboot, State must report the node drained with reason.
+//   - State reads whether the node is drained (or draining) and the reason it
+//     carries, "" when there is none. It must not change anything: the controller
+//     calls it before every Drain, Reboot and Resume so that a retry or a restart
+//     never repeats an action that took effect.
+//
+// An error is retried with back-off until the call is accepted, unless it wraps
+// ErrPermanent.
+type Actuator interface {
+	Drain(ctx context.Context, node, reason string) error
+	Resume(ctx context.Context, node string) error
+	Reboot(ctx context.Context, node, reason string) error
+	State(ctx context.Context, node string) (drained bool, reason string, err error)
+}
+
+// Evacuator is implemented by actuators that can stop running work on a drained node
+// (modes drain and requeue). work names the workloads to stop, as the attribution
+// source names them: "namespace/pod" for Kubernetes, job ids for Slurm. Stopping work
+// that is already gone is not an error; work blocked by a disruption budget is an
+// error to retry.
+type Evacuator interface {
+	Evacuate(ctx context.Context, node string, work []string) error
+}
+
+// ErrPermanent marks an actuator error that retrying cannot fix (the node does not
+// exist in the scheduler, a permission is missing). The controller stops retrying,
+// audits the action as failed and holds the node until someone acts.
+var ErrPermanent = errors.New("permanent")
+
+// Permanent wraps err so that the controller does not retry it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrPermanent, err)
+}
+
+// FormatReason writes the owned reason for a drain caused by c, in the format of
+// health.Report.Summary:
+//
+//	gpuwatch: xid79 gpu=GPU-5c3f… action=RESTART_BM
+//	gpuwatch: ib-down port=mlx5_3/1 action=CHECK_MECHANICALS +2 more
+//
+// more is how many other conditions back the same decision.
+func FormatReason(c telemetry.Condition, more int) string {
+	var b strings.Builder
+	b.WriteString(ReasonPrefix + " " + conditionName(c))
+	switch c.Target.Scope {
+	case telemetry.ScopeGPU, telemetry.ScopeNVLink:
+		b.WriteString(" gpu=")
+		if c.GPUUUID != "" {
+			b.WriteString(c.GPUUUID)
+		} else {
+			fmt.Fprintf(&b, "%d", c.Target.GPU)
+		}
+		if c.Target.Scope == telemetry.ScopeNVLink {
+			fmt.Fprintf(&b, " link=%d", c.Target.Link)
+		}
+	case telemetry.ScopeIBPort:
+		fmt.Fprintf(&b, " port=%s/%d", c.Target.IBDevice, c.Target.IBPort)
+	case telemetry.ScopeNVSwitch:
+		fmt.Fprintf(&b, " nvswitch=%d", c.Target.NVSwitch)
+	}
+	if c.Action != telemetry.ActionNone {
+		b.WriteString(" action=" + string(c.Action))
+	}
+	tail := ""
+	if more > 0 {
+		tail = fmt.Sprintf(" +%d more", more)
+	}
+	return cut(sanitize(b.String()), MaxReason-len(tail)) + tail
+}
+
+// conditionName is "xid79" for an Xid, else the condition kind.
+func conditionName(c telemetry.Condition) string {
+	if c.Kind == telemetry.ConditionXid && c.Evidence["xid"] != "" {
+		return "xid" + c.Evidence["xid"]
+	}
+	return string(c.Kind)
+}
+
+// sanitize makes s one line of printable text.
+func sanitize(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f || r == ' ' }), " ")
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n-- // do not split a UTF-8 sequence
+	}
+	return s[:n]
+}
+
+// LogActuator does nothing but write what it would do, one line per call, to W, and
+// remembers which nodes it drained so State answers like a scheduler would. It is
+// what `gpuwatch demo` and `--actuator log` use.
+type LogActuator struct {
+	mu      sync.Mutex
+	w       io.Writer
+	drained map[string]string
+}
+
+// NewLogActuator returns a LogActuator writing to w.
+func NewLogActuator(w io.Writer) *LogActuator {
+	return &LogActuator{w: w, drained: map[string]string{}}
+}
+
+func (a *LogActuator) printf(format string, args ...any) error {
+	_, err := fmt.Fprintf(a.w, format+"\n", args...)
+	if err != nil {
+		return fmt.Errorf("log actuator: %w", err)
+	}
+	return nil
+}
+
+// Drain writes "drain NODE reason=…".
+func (a *LogActuator) Drain(_ context.Context, node, reason string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.drained[node] = reason
+	return a.printf("drain %s reason=%q", node, reason)
+}
+
+// Reboot writes "reboot NODE reason=…"; the node counts as drained until Resume.
+func (a *LogActuator) Reboot(_ context.Context, node, reason string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.drained[node] = reason
+	return a.printf("reboot %s reason=%q (then resume)", node, reason)
+}
+
+// Resume writes "resume NODE".
+func (a *LogActuator) Resume(_ context.Context, node string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.drained, node)
+	return a.printf("resume %s", node)
+}
+
+// Evacuate writes "evacuate NODE work=…".
+func (a *LogActuator) Evacuate(_ context.Context, node string, work []string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := slices.Clone(work)
+	slices.Sort(w)
+	return a.printf("evacuate %s work=%s", node, strings.Join(w, ","))
+}
+
+// State answers from what the LogActuator was told.
+func (a *LogActuator) State(_ context.Context, node string) (bool, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.drained[node]
+	return ok, r, nil
+}

@@ -1,0 +1,223 @@
+package drain
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+)
+
+// File names inside Options.Dir.
+const (
+	StateFileName = "drain-state.json"
+	AuditFileName = "drain-audit.jsonl"
+)
+
+// stateVersion is the layout of the state file.
+const stateVersion = 1
+
+// maxStateFile bounds the state file read at start.
+const maxStateFile = 256 << 20
+
+// Outcome is what became of a decision or an actuation, as written in the audit log
+// and the gpuwatch_drain_actions_total metric.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomePending         Outcome = "pending"           // decided; the worker will actuate
+	OutcomeAccepted        Outcome = "accepted"          // the actuator took it (or State showed it had already)
+	OutcomeRetrying        Outcome = "retrying"          // the actuator failed; tried again after back-off
+	OutcomeFailed          Outcome = "failed"            // the actuator failed permanently; the node is held
+	OutcomeSkippedNotOwned Outcome = "skipped-not-owned" // the node is drained by someone else: never touched
+	OutcomeSkippedBudget   Outcome = "skipped-budget"    // would drain, budget exhausted
+	OutcomeDryRun          Outcome = "dry-run"           // decided; the actuator was not called
+	OutcomeRecorded        Outcome = "recorded"          // no actuation involved (exclusions, transitions, probation)
+)
+
+// AuditRecord is one line of the audit log.
+type AuditRecord struct {
+	Time time.Time `json:"time"`
+	Node string    `json:"node"`
+	GPU  string    `json:"gpu,omitempty"` // UUID, or the index when the UUID is unknown
+	// Event is decision (automation decided something), actuation (the worker
+	// called the actuator), transition (a node changed state), manual (a person
+	// asked) or budget (the circuit breaker changed).
+	Event string `json:"event"`
+	// Action is cordon, drain, requeue, reboot, evacuate, resume, exclude-gpu,
+	// include-gpu, probation or budget-reset.
+	Action   string                `json:"action,omitempty"`
+	Rule     string                `json:"rule,omitempty"`
+	Reason   string                `json:"reason,omitempty"`
+	From     string                `json:"from,omitempty"`
+	To       string                `json:"to,omitempty"`
+	Evidence []telemetry.Condition `json:"evidence,omitempty"`
+	Budget   BudgetStatus          `json:"budget"`
+	DryRun   bool                  `json:"dry_run"`
+	Outcome  Outcome               `json:"outcome"`
+	Attempt  int                   `json:"attempt,omitempty"`
+	Error    string                `json:"error,omitempty"`
+	User     string                `json:"user,omitempty"`
+	Note     string                `json:"note,omitempty"`
+}
+
+// auditLog appends fsync'd JSON lines.
+type auditLog struct {
+	path string
+	f    *os.File
+}
+
+func openAudit(dir string) (*auditLog, error) {
+	path := filepath.Join(dir, AuditFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open drain audit log: %w", err)
+	}
+	// A crash in the middle of a write leaves a torn last line: end it, so the next
+	// record starts on its own line (readers skip the torn one).
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			if _, err := f.Write([]byte("\n")); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("cannot repair drain audit log %s: %w", path, err)
+			}
+		}
+	}
+	return &auditLog{path: path, f: f}, nil
+}
+
+func (a *auditLog) append(r AuditRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("cannot encode audit record: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := a.f.Write(b); err != nil {
+		return fmt.Errorf("cannot append to %s: %w", a.path, err)
+	}
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("cannot sync %s: %w", a.path, err)
+	}
+	return nil
+}
+
+func (a *auditLog) close() error { return a.f.Close() }
+
+// readAudit returns the records at or after since, oldest first; with limit > 0 only
+// the latest limit of them. Lines that do not decode (a torn write) are skipped.
+func readAudit(path string, since time.Time, limit int) ([]AuditRecord, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []AuditRecord{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read drain audit log: %w", err)
+	}
+	defer f.Close()
+	out := []AuditRecord{}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 && (err == nil || errors.Is(err, io.EOF)) {
+			var r AuditRecord
+			if json.Unmarshal(line, &r) == nil && !r.Time.Before(since) {
+				out = append(out, r)
+				if limit > 0 && len(out) > 2*limit {
+					out = append(out[:0], out[len(out)-limit:]...)
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+// stateFile is what survives a restart.
+type stateFile struct {
+	Version int                   `json:"version"`
+	Saved   time.Time             `json:"saved"`
+	NextID  uint64                `json:"next_id"`
+	Nodes   map[string]*nodeTrack `json:"nodes"`
+	Budget  budgetState           `json:"budget"`
+}
+
+// writeFileAtomic writes data to path through a temporary file, fsync and rename,
+// then syncs the directory so the rename itself survives a crash.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(data)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// loadState reads the state file; a missing file is (nil, nil).
+func loadState(path string) (*stateFile, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxStateFile {
+		return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
+	}
+	var sf stateFile
+	if err := json.Unmarshal(data, &sf); err != nil {
+		return nil, fmt.Errorf("not a drain state file: %w", err)
+	}
+	if sf.Version != stateVersion {
+		return nil, fmt.Errorf("version %d, want %d", sf.Version, stateVersion)
+	}
+	for name, n := range sf.Nodes {
+		if n == nil || !n.State.Valid() {
+			return nil, fmt.Errorf("node %q: invalid entry", name)
+		}
+		n.init()
+	}
+	if sf.Nodes == nil {
+		sf.Nodes = map[string]*nodeTrack{}
+	}
+	return &sf, nil
+}
