@@ -26,11 +26,15 @@ type command struct {
 // commands is the explicit registry of subcommands.
 func commands() map[string]command {
 	return map[string]command{
-		"agent":   {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
-		"check":   {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
-		"demo":    {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
-		"server":  {"run the store: remote-write and import ingest, the Prometheus query API (embedded TSDB or --store.url)", runServer},
-		"version": {"print the version and build information", runVersion},
+		"agent":     {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
+		"check":     {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
+		"drain":     {"drain a node through the gpuwatch server's actuator, as a person (audited, never resumed by automation)", runDrain},
+		"resume":    {"resume a node through the gpuwatch server's actuator, as a person (audited)", runResume},
+		"simulate":  {"replay real traces: `simulate openb` (GPU packing with the FGD paper's protocol)", runSimulate},
+		"fairshare": {"print the fair-share standing (shares, measured and allocated GPU usage, factors) from a gpuwatch server", runFairShare},
+		"demo":      {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
+		"server":    {"run the store: remote-write and import ingest, the Prometheus query API (embedded TSDB or --store.url)", runServer},
+		"version":   {"print the version and build information", runVersion},
 	}
 }
 

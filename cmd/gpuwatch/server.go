@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
 
@@ -51,6 +52,18 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.Limits.MaxLabelsPerSeries, "limits.labels", o.Limits.MaxLabelsPerSeries, "most labels on one series")
 	fs.IntVar(&o.Limits.MaxLabelValueLength, "limits.label-value-length", o.Limits.MaxLabelValueLength, "longest label value")
 	fs.Uint64Var(&o.Limits.MaxActiveSeries, "limits.active-series", o.Limits.MaxActiveSeries, "most active series in the store before new ones are refused (0: no limit)")
+	fs.StringVar(&o.StateDir, "state-dir", "", "directory of the control plane's state: fair-share ledger, drain state and audit log (default: --data-dir)")
+	fsConfig := fs.String("fairshare.config", "", "fair-share accounts, shares and charge policy (YAML); turns on fair share charged by measured GPU use")
+	fs.DurationVar(&o.FairShareInterval, "fairshare.interval", time.Minute, "with --fairshare.config: how often measured use is read from the store into the ledger")
+	var df drainFlags
+	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
+	fs.StringVar(&df.policy, "policy", "", "drain policy (YAML): which conditions drain, cordon, reboot or only exclude a GPU; hysteresis, budget, probation (default: the built-in policy)")
+	fs.StringVar(&df.budget, "drain.budget", "10%", "safety budget: most nodes automation may drain within --drain.window, a share of the known nodes (10%) or a count (3); overrides the policy's")
+	fs.DurationVar(&df.window, "drain.window", time.Hour, "the budget's sliding window; overrides the policy's")
+	fs.BoolVar(&df.dryRun, "drain.dry-run", false, "decide and audit, never act")
+	fs.StringVar(&df.kubeconfig, "kubeconfig", "", "with --actuator kubernetes: kubeconfig file (default: in-cluster configuration)")
+	fs.StringVar(&df.scontrol, "slurm.scontrol", "", "with --actuator slurm: the scontrol binary (default: from PATH)")
+	fs.DurationVar(&df.verify, "drain.verify-interval", 0, "how often a node gpuwatch holds drained is checked to still be drained while its fault persists (default 5m)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch server [flags]")
@@ -73,11 +86,29 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.StoreURL != "" && (set["data-dir"] || set["retention"] || set["retention.size"]) {
 		return fmt.Errorf("%w: --store.url uses an external store; --data-dir and --retention belong to the embedded one", errUsage)
 	}
+	var err error
+	if *fsConfig != "" {
+		cfg, err := fairshare.LoadConfig(*fsConfig)
+		if err != nil {
+			return err
+		}
+		o.FairShare = cfg
+	}
+	if o.Drain, err = df.drainOptions(set, stdout); err != nil {
+		return err
+	}
+	if o.StoreURL != "" && o.StateDir == "" && (o.FairShare != nil || o.Drain != nil) {
+		return fmt.Errorf("%w: with --store.url, the control plane's state needs --state-dir", errUsage)
+	}
 	srv, err := server.New(o)
 	if err != nil {
 		return err
 	}
 	defer srv.Close(context.Background())
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() { srv.Run(runCtx); close(runDone) }()
+	defer func() { stopRun(); <-runDone }()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", *listen, err)

@@ -20,6 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare/feed"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/api"
@@ -43,9 +46,22 @@ type Options struct {
 	// /api/v1/* is proxied to it, so agents and Grafana may use either address.
 	StoreURL string
 	// Limits bound what one ingest request may carry.
-	Limits  ingest.Limits
-	Version string
-	Logger  *slog.Logger
+	Limits ingest.Limits
+	// StateDir holds the control plane's own state (the fair-share ledger, the
+	// drain controller's state and audit log); default DataDir.
+	StateDir string
+	// FairShare, when set, turns on fair share charged by measured GPU use:
+	// the store is read every FairShareInterval (default 1 minute) into a
+	// ledger, and the standing is served at /api/gpuwatch/v1/fairshare and
+	// exported as gpuwatch_fairshare_*.
+	FairShare         *fairshare.Config
+	FairShareInterval time.Duration
+	// Drain, when set, runs the drain controller: agents push their health
+	// reports to POST /api/gpuwatch/v1/health, and the controller drains and
+	// resumes nodes through the actuator under the policy's safety budget.
+	Drain *DrainOptions
+	Version           string
+	Logger            *slog.Logger
 }
 
 // Server is one gpuwatch server.
@@ -54,6 +70,10 @@ type Server struct {
 	embedded *embedded.Store // nil with an external store
 	querier  store.Querier
 	handler  http.Handler
+
+	fairshare      *feed.Feeder // nil unless Options.FairShare
+	fairshareHooks []func(*fairshare.Standing)
+	drain          *drain.Controller // nil unless Options.Drain
 }
 
 // New opens the store and builds the HTTP handler.
@@ -83,6 +103,9 @@ func New(opts Options) (*Server, error) {
 		s.querier = q
 		proxy := httputil.NewSingleHostReverseProxy(u)
 		mux.Handle("/api/v1/", proxy)
+		if err := s.control(mux, reg); err != nil {
+			return nil, err
+		}
 		mux.HandleFunc("GET /{$}", index("external store at "+opts.StoreURL))
 		s.handler = mux
 		return s, nil
@@ -101,6 +124,10 @@ func New(opts Options) (*Server, error) {
 	mux.Handle("POST "+ingest.ImportPrometheusPath, in)
 	mux.Handle("/api/v1/", api.NewHandler(st.Queryable(), st.Engine(), api.Options{
 		GPUWatchVersion: opts.Version, Metadata: telemetry.Metrics, Logger: opts.Logger}))
+	if err := s.control(mux, reg); err != nil {
+		st.Close()
+		return nil, err
+	}
 	mux.HandleFunc("GET /{$}", index("embedded Prometheus TSDB in "+opts.DataDir))
 	s.handler = mux
 	return s, nil
@@ -133,10 +160,15 @@ func (s *Server) Appender() store.Appender {
 	return s.embedded
 }
 
-// Close closes the embedded store (flushing its head to the WAL).
+// Close closes the drain controller and the embedded store (flushing its head
+// to the WAL).
 func (s *Server) Close(ctx context.Context) error {
-	if s.embedded == nil {
-		return nil
+	var errs []error
+	if s.drain != nil {
+		errs = append(errs, s.drain.Close())
 	}
-	return s.embedded.Close()
+	if s.embedded != nil {
+		errs = append(errs, s.embedded.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -148,7 +148,8 @@ type Options struct {
 	// LedgerPath is where the ledger is saved after every interval and loaded
 	// from at start ("" keeps it in memory).
 	LedgerPath string
-	// Interval is how often the store is read (default 1 minute).
+	// Interval is how often the store is read (default 1 minute); a read
+	// covers at least Read.SampleInterval.
 	Interval time.Duration
 	// Delay is how far behind now the read interval ends, so samples still in
 	// flight from agents are in (default 15 s).
@@ -181,6 +182,9 @@ func New(opts Options) (*Feeder, error) {
 	}
 	if opts.Delay <= 0 {
 		opts.Delay = 15 * time.Second
+	}
+	if opts.Read.SampleInterval <= 0 {
+		opts.Read.SampleInterval = 10 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -228,10 +232,12 @@ func (f *Feeder) Step(ctx context.Context) error {
 	to := now.Add(-f.opts.Delay)
 	from := f.last
 	if from.IsZero() || to.Sub(from) > 24*time.Hour {
-		from = to.Add(-f.opts.Interval) // first read, or a long gap: the store's data past a day is not replayed
+		from = to.Add(-max(f.opts.Interval, f.opts.Read.SampleInterval)) // first read, or a long gap: the store's data past a day is not replayed
 	}
 	var err error
-	if to.After(from) {
+	if to.Sub(from) >= f.opts.Read.SampleInterval {
+		// A window shorter than the agents' sample interval would see some
+		// allocations and miss others: wait until one has passed.
 		var samples []fairshare.Sample
 		samples, err = Read(ctx, f.opts.Querier, from, to, f.opts.Read)
 		if err == nil {

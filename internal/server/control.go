@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare/feed"
+)
+
+// APIPrefix is where gpuwatch's own API lives, next to the Prometheus API.
+const APIPrefix = "/api/gpuwatch/v1"
+
+// control adds the control plane to the server, each part when its options
+// are set: fair share and the drain controller, their API routes and metrics.
+func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
+	if s.opts.StateDir == "" {
+		s.opts.StateDir = s.opts.DataDir
+	}
+	if s.opts.FairShare != nil {
+		if s.opts.StateDir == "" {
+			return fmt.Errorf("fair share keeps a ledger: give a state directory (--state-dir)")
+		}
+		if err := os.MkdirAll(s.opts.StateDir, 0o755); err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
+		f, err := feed.New(feed.Options{Querier: s.querier, Config: s.opts.FairShare,
+			LedgerPath: filepath.Join(s.opts.StateDir, "fairshare-ledger.json"),
+			Interval:   s.opts.FairShareInterval, Logger: s.opts.Logger.With("component", "fairshare"),
+			OnUpdate: s.onFairShare})
+		if err != nil {
+			return err
+		}
+		s.fairshare = f
+		if err := reg.Register(f.Collector()); err != nil {
+			return err
+		}
+	}
+	if err := s.startDrain(mux, reg); err != nil {
+		return err
+	}
+	mux.HandleFunc(APIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		msg := fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)
+		if s.drain == nil {
+			msg += "; the drain endpoints (health, nodes, audit, drain, resume) need the drain controller: gpuwatch server --actuator slurm|kubernetes|log"
+		}
+		apiError(w, http.StatusNotFound, msg)
+	})
+	mux.HandleFunc("GET "+APIPrefix+"/fairshare", func(w http.ResponseWriter, r *http.Request) {
+		if s.fairshare == nil {
+			apiError(w, http.StatusNotFound, "fair share is not configured on this server (gpuwatch server --fairshare.config FILE)")
+			return
+		}
+		st, err := s.fairshare.Standing()
+		resp := map[string]any{"standing": st}
+		if err != nil {
+			resp["error"] = err.Error()
+		}
+		writeJSON(w, http.StatusOK, resp)
+	})
+	return nil
+}
+
+// onFairShare is called after each fair-share interval; the scheduler
+// adapters that feed factors back (Slurm's SiteFactor) hang off it.
+func (s *Server) onFairShare(st *fairshare.Standing) {
+	for _, f := range s.fairshareHooks {
+		f(st)
+	}
+}
+
+// Run runs the control plane's background loops until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if s.fairshare != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.fairshare.Run(ctx) }()
+	}
+	if s.drain != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.drain.Run(ctx) }()
+	}
+	wg.Wait()
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func apiError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

@@ -1,0 +1,100 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+)
+
+// Actuator is the drain controller's hand on a Slurm cluster, through scontrol:
+// drain (State=DRAIN, running jobs finish), resume, reboot ASAP with
+// nextstate=RESUME, requeue of the jobs on a node, and a read of the node's
+// drain state and reason. It implements drain.Actuator and drain.Evacuator.
+//
+// Slurm cannot drain one GPU of a node: a GPU-scoped fault drains the whole
+// node (the policy may instead exclude the GPU from gpuwatch's own placements
+// only, mode exclude-gpu). A command slurmctld refused (an unknown node, a
+// permission) is permanent for the controller; an unreachable controller is
+// retried until it answers.
+type Actuator struct {
+	Scontrol Scontrol
+}
+
+var (
+	_ drain.Actuator  = Actuator{}
+	_ drain.Evacuator = Actuator{}
+)
+
+func actuatorError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrRejected) {
+		return drain.Permanent(err)
+	}
+	return err
+}
+
+// Drain drains the node. Automatic drains carry gpuwatch's reason; a person's
+// drain (gpuwatch drain --reason) carries theirs as given.
+func (a Actuator) Drain(ctx context.Context, node, reason string) error {
+	if err := checkNodeName(node); err != nil {
+		return drain.Permanent(err)
+	}
+	reason = strings.Join(strings.Fields(reason), " ")
+	if reason == "" {
+		return drain.Permanent(fmt.Errorf("drain %s: a reason is needed", node))
+	}
+	_, err := a.Scontrol.run(ctx, "update", "NodeName="+node, "State=DRAIN", "Reason="+truncate(reason, maxReason))
+	return actuatorError(err)
+}
+
+// Resume returns the node to service.
+func (a Actuator) Resume(ctx context.Context, node string) error {
+	return actuatorError(a.Scontrol.Resume(ctx, node))
+}
+
+// Reboot asks Slurm to reboot the node as soon as its jobs end and to resume it
+// when it is back; the node is drained with reason until then.
+func (a Actuator) Reboot(ctx context.Context, node, reason string) error {
+	err := a.Scontrol.Reboot(ctx, node, reason)
+	if err != nil && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrUnreachable) {
+		return drain.Permanent(err) // a bad reason or node name: our bug, not the cluster's
+	}
+	return actuatorError(err)
+}
+
+// State reads whether the node is draining or drained and its reason.
+func (a Actuator) State(ctx context.Context, node string) (bool, string, error) {
+	n, err := a.Scontrol.ShowNode(ctx, node)
+	if err != nil {
+		return false, "", actuatorError(err)
+	}
+	reason := n.Reason
+	if i := strings.Index(reason, " : reboot issued"); i >= 0 {
+		reason = reason[:i]
+	}
+	return n.Drained() || n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED"), reason, nil
+}
+
+// Evacuate requeues the node's jobs (policy mode requeue): each job id in work
+// goes back to the queue. A job that already ended is not an error.
+func (a Actuator) Evacuate(ctx context.Context, node string, work []string) error {
+	var errs []error
+	for _, id := range work {
+		if id == "" || strings.ContainsAny(id, " \t\n=") {
+			continue
+		}
+		if _, err := a.Scontrol.run(ctx, "requeue", id); err != nil {
+			var ce *CommandError
+			if errors.As(err, &ce) && strings.Contains(strings.ToLower(ce.Error()), "invalid job id") {
+				continue // gone already
+			}
+			errs = append(errs, fmt.Errorf("requeue job %s on %s: %w", id, node, err))
+		}
+	}
+	return errors.Join(errs...)
+}
