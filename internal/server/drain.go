@@ -173,3 +173,6 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	})
 	return nil
 }
+
+// Drain is the drain controller, nil unless Options.Drain was set.
+func (s *Server) Drain() *drain.Controller { return s.drain }

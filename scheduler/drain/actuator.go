@@ -37,9 +37,12 @@ const MaxReason = 200
 //     drained with the same reason is not an error.
 //   - Resume undoes a drain: the controller calls it only after State said the
 //     node is drained with an owned reason, or for ManualResume.
-//   - Reboot drains the node at once, reboots it as soon as it is idle, and returns
-//     it to service when it is back (Slurm: scontrol reboot ASAP nextstate=RESUME).
-//     Until the reboot, State must report the node drained with reason.
+//   - Reboot drains the node at once and reboots it as soon as it is idle. It
+//     should keep the node out of service, with reason, when it is back (Slurm:
+//     scontrol reboot ASAP nextstate=DOWN), so that the controller resumes it
+//     after probation; State must report it drained with reason until then. An
+//     actuator that returns the node to service by itself still works: the
+//     controller re-asserts a drain if the fault persists (VerifyInterval).
 //   - State reads whether the node is drained (or draining) and the reason it
 //     carries, "" when there is none. It must not change anything: the controller
 //     calls it before every Drain, Reboot and Resume so that a retry or a restart

@@ -843,6 +843,7 @@ func (c *Controller) Process(ctx context.Context) int {
 		a    action
 	}
 	c.verify(ctx)
+	c.sweep()
 	done := map[uint64]bool{}
 	total := 0
 	for range 4 {
@@ -869,6 +870,31 @@ func (c *Controller) Process(ctx context.Context) int {
 		}
 	}
 	return total
+}
+
+// sweep ends probations whose period has passed since the last report: agents
+// send a report when their verdict changes and otherwise only a heartbeat, so
+// the end of a quiet probation is a matter of time, not of a new report. A node
+// whose agent has been silent longer than MaxReportGap is left until it reports
+// (the gap then restarts its probation).
+func (c *Controller) sweep() {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := false
+	for name, t := range c.nodes {
+		if t.State != telemetry.StateProbation || t.Pending != nil || t.LastReport.IsZero() ||
+			now.Sub(t.LastReport) > c.pol.Probation.MaxReportGap {
+			continue
+		}
+		if c.step(health.Report{Node: name, Time: t.ReportTime, State: t.AgentState}, t, now, false) {
+			changed = true
+		}
+	}
+	if changed {
+		c.saveLocked()
+		c.signal()
+	}
 }
 
 // verify checks, every VerifyInterval, that nodes gpuwatch holds drained while their

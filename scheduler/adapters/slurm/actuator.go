@@ -11,8 +11,15 @@ import (
 
 // Actuator is the drain controller's hand on a Slurm cluster, through scontrol:
 // drain (State=DRAIN, running jobs finish), resume, reboot ASAP with
-// nextstate=RESUME, requeue of the jobs on a node, and a read of the node's
+// nextstate=DOWN, requeue of the jobs on a node, and a read of the node's
 // drain state and reason. It implements drain.Actuator and drain.Evacuator.
+//
+// Reboots return the node DOWN, still carrying gpuwatch's reason, rather than
+// RESUME: with nextstate=RESUME Slurm puts a rebooted node back in service
+// before anyone has seen its GPUs healthy again, and the controller's
+// probation could not gate it (Slurm 22.05 clears the reason and the drain on
+// return). gpuwatch resumes the node once its agent has reported healthy for
+// the probation period.
 //
 // Slurm cannot drain one GPU of a node: a GPU-scoped fault drains the whole
 // node (the policy may instead exclude the GPU from gpuwatch's own placements
@@ -57,10 +64,10 @@ func (a Actuator) Resume(ctx context.Context, node string) error {
 	return actuatorError(a.Scontrol.Resume(ctx, node))
 }
 
-// Reboot asks Slurm to reboot the node as soon as its jobs end and to resume it
-// when it is back; the node is drained with reason until then.
+// Reboot asks Slurm to reboot the node as soon as its jobs end; the node is
+// drained with reason until then and DOWN with it after.
 func (a Actuator) Reboot(ctx context.Context, node, reason string) error {
-	err := a.Scontrol.Reboot(ctx, node, reason)
+	err := a.Scontrol.RebootNext(ctx, node, reason, "DOWN")
 	if err != nil && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrUnreachable) {
 		return drain.Permanent(err) // a bad reason or node name: our bug, not the cluster's
 	}
@@ -74,10 +81,13 @@ func (a Actuator) State(ctx context.Context, node string) (bool, string, error) 
 		return false, "", actuatorError(err)
 	}
 	reason := n.Reason
-	if i := strings.Index(reason, " : reboot issued"); i >= 0 {
-		reason = reason[:i]
+	if i := strings.Index(reason, " : reboot "); i >= 0 {
+		reason = reason[:i] // " : reboot issued", " : reboot complete" appended by slurmctld
 	}
-	return n.Drained() || n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED"), reason, nil
+	// DOWN with a reason is out of service on purpose (a completed reboot held
+	// for probation, or an admin's); DOWN without one is a node not responding.
+	held := n.Drained() || n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED") || (n.State == "DOWN" && reason != "")
+	return held, reason, nil
 }
 
 // Evacuate requeues the node's jobs (policy mode requeue): each job id in work

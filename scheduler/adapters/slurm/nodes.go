@@ -239,11 +239,22 @@ func (s Scontrol) Nodes(ctx context.Context) ([]Node, error) {
 // gpuwatch's reason does not survive a completed reboot; a node that does not
 // come back within ResumeTimeout goes DOWN with "reboot timed out".
 func (s Scontrol) Reboot(ctx context.Context, node, reason string) error {
+	return s.RebootNext(ctx, node, reason, "RESUME")
+}
+
+// RebootNext is Reboot with the state the node takes when it is back: RESUME
+// (in service at once) or DOWN (out of service, keeping the reason with
+// " : reboot issued : reboot complete" appended, until someone resumes it: what
+// the drain controller uses, so that probation gates the node's return).
+func (s Scontrol) RebootNext(ctx context.Context, node, reason, next string) error {
 	reason, err := ownedReason("reboot", node, reason)
 	if err != nil {
 		return err
 	}
-	_, err = s.run(ctx, "reboot", "ASAP", "nextstate=RESUME", "reason="+reason, node)
+	if next != "RESUME" && next != "DOWN" {
+		return fmt.Errorf("reboot %s: next state %q: want RESUME or DOWN", node, next)
+	}
+	_, err = s.run(ctx, "reboot", "ASAP", "nextstate="+next, "reason="+reason, node)
 	return err
 }
 
