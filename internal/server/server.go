@@ -59,9 +59,9 @@ type Options struct {
 	// Drain, when set, runs the drain controller: agents push their health
 	// reports to POST /api/gpuwatch/v1/health, and the controller drains and
 	// resumes nodes through the actuator under the policy's safety budget.
-	Drain *DrainOptions
-	Version           string
-	Logger            *slog.Logger
+	Drain   *DrainOptions
+	Version string
+	Logger  *slog.Logger
 }
 
 // Server is one gpuwatch server.
