@@ -22,7 +22,8 @@ type simulation struct {
 // simulations is the explicit registry of `gpuwatch simulate` subcommands.
 func simulations() map[string]simulation {
 	return map[string]simulation{
-		"openb": {"replay an Alibaba openb GPU trace with the FGD paper's protocol and print the GPU allocation curve", runSimulateOpenB},
+		"openb":     {"replay an Alibaba openb GPU trace with the FGD paper's protocol and print the GPU allocation curve", runSimulateOpenB},
+		"fairshare": {"what-if: replay jobs under fair share charged by allocation, measured GPU use or a blend, and compare", runSimulateFairShare},
 	}
 }
 
