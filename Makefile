@@ -72,6 +72,7 @@ bench: build bench-store ## run the benchmarks (results and commands go in docs/
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./internal/agentbench hour
 	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
+	GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_BENCH_DRAIN=100 $(GO) test -count=1 -run '^TestDrainLatency$$' -v ./test/
 
 .PHONY: bench-store
 bench-store: build test-deps ## the store benchmarks: ingest side by side with Prometheus and VictoriaMetrics, 1,000 nodes paced, disk, queries

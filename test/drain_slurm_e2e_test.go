@@ -26,8 +26,9 @@ import (
 type liveFleet struct {
 	t      *testing.T
 	fleet  *simhw.Fleet
-	server string
-	ctx    context.Context
+	server   string
+	ctx      context.Context
+	interval time.Duration
 
 	mu     sync.Mutex
 	agents []*agent.Agent
@@ -36,6 +37,11 @@ type liveFleet struct {
 }
 
 func newLiveFleet(t *testing.T, nodes int, serverURL string) *liveFleet {
+	return newLiveFleetEvery(t, nodes, serverURL, 250*time.Millisecond)
+}
+
+// newLiveFleetEvery runs the agents' health cycles every interval.
+func newLiveFleetEvery(t *testing.T, nodes int, serverURL string, interval time.Duration) *liveFleet {
 	t.Helper()
 	f, err := simhw.NewFleet(simhw.FleetSpec{Nodes: nodes, Seed: 11, Root: t.TempDir(), Start: time.Now().Truncate(time.Second)})
 	if err != nil {
@@ -45,7 +51,7 @@ func newLiveFleet(t *testing.T, nodes int, serverURL string) *liveFleet {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	lf := &liveFleet{t: t, fleet: f, server: serverURL, ctx: ctx,
+	lf := &liveFleet{t: t, fleet: f, server: serverURL, ctx: ctx, interval: interval,
 		agents: make([]*agent.Agent, nodes), stops: make([]func(), nodes), boots: make([]int, nodes)}
 	for i := range nodes {
 		lf.startAgent(i, true)
@@ -67,7 +73,7 @@ func newLiveFleet(t *testing.T, nodes int, serverURL string) *liveFleet {
 			for _, a := range agents {
 				a.Collect(ctx, false)
 			}
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(interval - time.Since(now)%interval)
 		}
 	}()
 	t.Cleanup(func() {
@@ -95,7 +101,7 @@ func (lf *liveFleet) startAgent(i int, fresh bool) {
 		Node: slurmName(i), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 		KmsgFromStart: fresh, KmsgPoll: 5 * time.Millisecond, BootTime: func() (time.Time, error) { return boot, nil },
 		BootID: fmt.Sprintf("boot-%d", lf.boots[i]), DCGMDisable: true, KubeletSocket: "-", Now: lf.fleet.Now,
-		Interval: 10 * time.Second, HealthInterval: 250 * time.Millisecond, ServerURL: lf.server,
+		Interval: 10 * time.Second, HealthInterval: lf.interval, ServerURL: lf.server,
 	})
 	if err != nil {
 		lf.t.Fatal(err)
@@ -111,6 +117,12 @@ func (lf *liveFleet) startAgent(i int, fresh bool) {
 func (lf *liveFleet) reboot(i int) {
 	lf.t.Helper()
 	if err := lf.fleet.Nodes()[i].Inject(simhw.Fault{Kind: simhw.FaultRecover, GPU: simhw.AllGPUs}); err != nil {
+		lf.t.Fatal(err)
+	}
+	// Write out the kernel log of the old boot (the simulated node materializes
+	// it on Advance): the new agent reads from its end, as after a real reboot,
+	// and must not see the old boot's Xids as new.
+	if err := lf.fleet.Advance(0); err != nil {
 		lf.t.Fatal(err)
 	}
 	lf.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
@@ -55,6 +56,8 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.StateDir, "state-dir", "", "directory of the control plane's state: fair-share ledger, drain state and audit log (default: --data-dir)")
 	fsConfig := fs.String("fairshare.config", "", "fair-share accounts, shares and charge policy (YAML); turns on fair share charged by measured GPU use")
 	fs.DurationVar(&o.FairShareInterval, "fairshare.interval", time.Minute, "with --fairshare.config: how often measured use is read from the store into the ledger")
+	fsSlurm := fs.Bool("fairshare.slurm", false, "with --fairshare.config: set every pending Slurm job's SiteFactor from its user's factor (scontrol from PATH, SLURM_CONF honoured; needs PriorityType=priority/multifactor)")
+	fsScale := fs.Int64("fairshare.slurm-scale", 10000, "with --fairshare.slurm: SiteFactor = factor × this")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
 	fs.StringVar(&df.policy, "policy", "", "drain policy (YAML): which conditions drain, cordon, reboot or only exclude a GPU; hysteresis, budget, probation (default: the built-in policy)")
@@ -93,6 +96,15 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		o.FairShare = cfg
+	}
+	if *fsSlurm {
+		if o.FairShare == nil {
+			return fmt.Errorf("%w: --fairshare.slurm needs --fairshare.config", errUsage)
+		}
+		if *fsScale <= 0 {
+			return fmt.Errorf("%w: --fairshare.slurm-scale must be positive", errUsage)
+		}
+		o.SiteFactor = &slurm.SiteFactorWriter{Scontrol: slurm.Scontrol{Path: df.scontrol}, Scale: *fsScale}
 	}
 	if o.Drain, err = df.drainOptions(set, stdout); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -41,6 +42,19 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 		s.fairshare = f
 		if err := reg.Register(f.Collector()); err != nil {
 			return err
+		}
+		if w := s.opts.SiteFactor; w != nil {
+			log := s.opts.Logger.With("component", "fairshare-slurm")
+			s.fairshareHooks = append(s.fairshareHooks, func(st *fairshare.Standing) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				res, err := w.Apply(ctx, st)
+				if err != nil {
+					log.Warn("setting Slurm site factors failed; retried next interval", "err", err, "updated", res.Updated)
+					return
+				}
+				log.Debug("Slurm site factors set", "pending", res.Pending, "updated", res.Updated, "unchanged", res.Unchanged, "unknown", res.Unknown)
+			})
 		}
 	}
 	if err := s.startDrain(mux, reg); err != nil {
@@ -101,4 +115,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func apiError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// FairShare is the latest fair-share standing and the last read error; nil
+// without Options.FairShare.
+func (s *Server) FairShare() (*fairshare.Standing, error) {
+	if s.fairshare == nil {
+		return nil, nil
+	}
+	return s.fairshare.Standing()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare/feed"
@@ -56,6 +57,9 @@ type Options struct {
 	// exported as gpuwatch_fairshare_*.
 	FairShare         *fairshare.Config
 	FairShareInterval time.Duration
+	// SiteFactor, with FairShare, sets every pending Slurm job's SiteFactor
+	// from its user's factor after each interval.
+	SiteFactor *slurm.SiteFactorWriter
 	// Drain, when set, runs the drain controller: agents push their health
 	// reports to POST /api/gpuwatch/v1/health, and the controller drains and
 	// resumes nodes through the actuator under the policy's safety budget.
