@@ -24,8 +24,8 @@ import (
 // real gpuwatch agent per node (named gpu01…, as the Slurm nodes) pushing its
 // health report to a server after every health cycle (every 250 ms here).
 type liveFleet struct {
-	t      *testing.T
-	fleet  *simhw.Fleet
+	t        *testing.T
+	fleet    *simhw.Fleet
 	server   string
 	ctx      context.Context
 	interval time.Duration
