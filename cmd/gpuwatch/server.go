@@ -56,6 +56,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.StateDir, "state-dir", "", "directory of the control plane's state: fair-share ledger, drain state and audit log (default: --data-dir)")
 	fsConfig := fs.String("fairshare.config", "", "fair-share accounts, shares and charge policy (YAML); turns on fair share charged by measured GPU use")
 	fs.DurationVar(&o.FairShareInterval, "fairshare.interval", time.Minute, "with --fairshare.config: how often measured use is read from the store into the ledger")
+	fs.DurationVar(&o.FairShareRebuild, "fairshare.rebuild", 14*24*time.Hour, "with --fairshare.config: when no ledger is saved yet (or it was deleted), rebuild usage from this much of the store's history")
 	fsSlurm := fs.Bool("fairshare.slurm", false, "with --fairshare.config: set every pending Slurm job's SiteFactor from its user's factor (scontrol from PATH, SLURM_CONF honoured; needs PriorityType=priority/multifactor)")
 	fsScale := fs.Int64("fairshare.slurm-scale", 10000, "with --fairshare.slurm: SiteFactor = factor × this")
 	var df drainFlags

@@ -34,8 +34,8 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 		}
 		f, err := feed.New(feed.Options{Querier: s.querier, Config: s.opts.FairShare,
 			LedgerPath: filepath.Join(s.opts.StateDir, "fairshare-ledger.json"),
-			Interval:   s.opts.FairShareInterval, Logger: s.opts.Logger.With("component", "fairshare"),
-			OnUpdate: s.onFairShare})
+			Interval:   s.opts.FairShareInterval, Rebuild: s.opts.FairShareRebuild, Logger: s.opts.Logger.With("component", "fairshare"),
+			Now: s.opts.Clock, OnUpdate: s.onFairShare})
 		if err != nil {
 			return err
 		}

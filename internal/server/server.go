@@ -57,13 +57,21 @@ type Options struct {
 	// exported as gpuwatch_fairshare_*.
 	FairShare         *fairshare.Config
 	FairShareInterval time.Duration
+	// FairShareRebuild: with no saved ledger, read this much history from the
+	// store first (feed.Options.Rebuild).
+	FairShareRebuild time.Duration
 	// SiteFactor, with FairShare, sets every pending Slurm job's SiteFactor
 	// from its user's factor after each interval.
 	SiteFactor *slurm.SiteFactorWriter
 	// Drain, when set, runs the drain controller: agents push their health
 	// reports to POST /api/gpuwatch/v1/health, and the controller drains and
 	// resumes nodes through the actuator under the policy's safety budget.
-	Drain   *DrainOptions
+	Drain *DrainOptions
+	// Clock is the control plane's clock; nil is time.Now. The fair-share
+	// feeder reads it for "now" (feed.Options.Now), and the drain controller
+	// uses it unless DrainOptions.Clock is set. `gpuwatch demo` passes its
+	// simulated time, so that intervals, hysteresis and probation run on it.
+	Clock   func() time.Time
 	Version string
 	Logger  *slog.Logger
 }

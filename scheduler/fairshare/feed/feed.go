@@ -153,7 +153,11 @@ type Options struct {
 	Interval time.Duration
 	// Delay is how far behind now the read interval ends, so samples still in
 	// flight from agents are in (default 15 s).
-	Delay    time.Duration
+	Delay time.Duration
+	// Rebuild, when the ledger is empty (none saved yet, or deleted to
+	// recompute it), reads this much history from the store first (e.g. two
+	// half-lives), and bounds how long a gap is replayed (at least 24 h).
+	Rebuild  time.Duration
 	Read     ReadOptions
 	Logger   *slog.Logger
 	Now      func() time.Time
@@ -193,9 +197,14 @@ func New(opts Options) (*Feeder, error) {
 		opts.Now = time.Now
 	}
 	f := &Feeder{opts: opts, collector: fairshare.NewCollector(opts.Now)}
+	lopts := opts.Config.LedgerOptions()
+	if opts.Rebuild > 0 {
+		// Charge history as old as the rebuild reaches.
+		lopts.DedupWindow = max(lopts.DedupWindow, opts.Rebuild+time.Hour)
+	}
 	var err error
 	if opts.LedgerPath != "" {
-		f.ledger, err = fairshare.LoadLedger(opts.LedgerPath, opts.Config.LedgerOptions())
+		f.ledger, err = fairshare.LoadLedger(opts.LedgerPath, lopts)
 		if errors.Is(err, fs.ErrNotExist) {
 			f.ledger, err = nil, nil
 		}
@@ -204,7 +213,7 @@ func New(opts Options) (*Feeder, error) {
 		}
 	}
 	if f.ledger == nil {
-		if f.ledger, err = fairshare.NewLedger(opts.Config.LedgerOptions()); err != nil {
+		if f.ledger, err = fairshare.NewLedger(lopts); err != nil {
 			return nil, err
 		}
 	}
@@ -231,27 +240,42 @@ func (f *Feeder) Step(ctx context.Context) error {
 	now := f.opts.Now()
 	to := now.Add(-f.opts.Delay)
 	from := f.last
-	if from.IsZero() || to.Sub(from) > 24*time.Hour {
-		from = to.Add(-max(f.opts.Interval, f.opts.Read.SampleInterval)) // first read, or a long gap: the store's data past a day is not replayed
+	back := max(f.opts.Rebuild, 24*time.Hour)
+	switch {
+	case from.IsZero() && f.opts.Rebuild > 0:
+		from = to.Add(-f.opts.Rebuild) // an empty ledger: rebuild it from the store's history
+	case from.IsZero():
+		from = to.Add(-max(f.opts.Interval, f.opts.Read.SampleInterval))
+	case to.Sub(from) > back:
+		from = to.Add(-back) // a longer gap is not replayed: the store may not hold it
 	}
 	var err error
-	if to.Sub(from) >= f.opts.Read.SampleInterval {
-		// A window shorter than the agents' sample interval would see some
-		// allocations and miss others: wait until one has passed.
+	windows := 0
+	// Read in windows of at most an hour, so a rebuild or a gap is replayed
+	// with the same resolution as live intervals. A window shorter than the
+	// agents' sample interval would see some allocations and miss others:
+	// it waits for the next step.
+	for to.Sub(from) >= f.opts.Read.SampleInterval && err == nil && ctx.Err() == nil {
+		end := from.Add(time.Hour)
+		if end.After(to) {
+			end = to
+		}
 		var samples []fairshare.Sample
-		samples, err = Read(ctx, f.opts.Querier, from, to, f.opts.Read)
-		if err == nil {
-			var res fairshare.RecordResult
-			res, err = f.ledger.Record(to, samples)
-			if err == nil {
-				f.last = to
-				f.opts.Logger.Debug("fair-share interval recorded", "from", from, "to", to, "samples", len(samples), "result", fmt.Sprintf("%+v", res))
-				if f.opts.LedgerPath != "" {
-					if serr := f.ledger.Save(f.opts.LedgerPath); serr != nil {
-						f.opts.Logger.Warn("saving the fair-share ledger failed", "err", serr)
-					}
-				}
-			}
+		samples, err = Read(ctx, f.opts.Querier, from, end, f.opts.Read)
+		if err != nil {
+			break
+		}
+		var res fairshare.RecordResult
+		if res, err = f.ledger.Record(end, samples); err != nil {
+			break
+		}
+		f.opts.Logger.Debug("fair-share interval recorded", "from", from, "to", end, "samples", len(samples), "result", fmt.Sprintf("%+v", res))
+		f.last, from = end, end
+		windows++
+	}
+	if windows > 0 && f.opts.LedgerPath != "" {
+		if serr := f.ledger.Save(f.opts.LedgerPath); serr != nil {
+			f.opts.Logger.Warn("saving the fair-share ledger failed", "err", serr)
 		}
 	}
 	f.mu.Lock()

@@ -165,3 +165,59 @@ func TestFeederChargesMeasuredUse(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuildFromTheStore: with no ledger, the feeder rebuilds usage from the
+// store's history (three hours of one job here) in hour-long windows, and a
+// second step charges nothing twice.
+func TestRebuildFromTheStore(t *testing.T) {
+	st := embeddedtest.Open(t, embedded.Options{OutOfOrderWindow: 24 * time.Hour})
+	now := time.Now().Truncate(time.Second)
+	start := now.Add(-3 * time.Hour)
+	var batch []telemetry.Sample
+	for at := start; at.Before(now.Add(-20 * time.Second)); at = at.Add(10 * time.Second) {
+		batch = append(batch,
+			telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Labels: telemetry.NewLabels(telemetry.LabelNode, "gpu01",
+				telemetry.LabelGPUUUID, "GPU-A", telemetry.LabelJobID, "101", telemetry.LabelAccount, "busy", telemetry.LabelUser, "alice"), Value: 1, Time: at},
+			telemetry.Sample{Name: metricGPUUtil, Labels: telemetry.NewLabels(telemetry.DCGMLabelUUID, "GPU-A", telemetry.LabelNode, "gpu01"), Value: 50, Time: at})
+	}
+	if err := st.Append(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := fairshare.ParseConfig("fairshare.yaml", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Options{Querier: st, Config: cfg, Rebuild: 4 * time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	alice := func() fairshare.StandingRow {
+		s, _ := f.Standing()
+		for _, r := range s.Associations {
+			if r.User == "alice" {
+				return r
+			}
+		}
+		t.Fatal("no row for alice")
+		return fairshare.StandingRow{}
+	}
+	// About 3 h − 35 s of allocation (the last samples are inside the 15 s
+	// delay), decayed over at most 3 h of a 7-day half-life (≥ 0.987).
+	a := alice()
+	if a.UsageAllocated < 0.985*(3*3600-40) || a.UsageAllocated > 3*3600 {
+		t.Errorf("rebuilt allocation %.0f GPU-seconds, want about 10,760", a.UsageAllocated)
+	}
+	if r := a.UsageCharged / a.UsageAllocated; r < 0.499 || r > 0.501 {
+		t.Errorf("charged/allocated %.4f, want 0.5 (50%% utilization)", r)
+	}
+	before := a.UsageAllocated
+	if err := f.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := alice().UsageAllocated; after > before+0.001 {
+		t.Errorf("a second step charged again: %.3f → %.3f", before, after)
+	}
+}
