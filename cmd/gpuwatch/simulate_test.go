@@ -62,7 +62,10 @@ func TestSimulateUsageErrors(t *testing.T) {
 		want  string
 	}{
 		{nil, true, "missing simulation"},
-		{[]string{"fairshare"}, true, `unknown simulation "fairshare"`},
+		{[]string{"tetris"}, true, `unknown simulation "tetris"`},
+		{[]string{"fairshare", "--data", "/nonexistent"}, true, "give --data DIR or --trace FILE"},
+		{[]string{"fairshare", "--charge", "free"}, true, `--charge "free"`},
+		{[]string{"fairshare", "--trace", pods}, false, "p.csv"},
 		{[]string{"openb", "--pod-list", pods, "--policy", "fgd"}, true, "--node-list is required"},
 		{[]string{"openb", "--node-list", nodes, "--pod-list", pods, "--policy", "worstfit"}, true, `unknown --policy "worstfit"`},
 		{[]string{"openb", "--node-list", nodes, "--pod-list", pods, "--policy", "fgd", "--seeds", "9-1"}, true, "--seeds"},

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-const topoData = "../../../shared/data/ibnetdiscover-topologies/psmn-X5/"
+const topoData = "../../scheduler/topology/testdata/data/ibnetdiscover-topologies/psmn-X5/"
 
 func topoFile(t *testing.T, name, body string) string {
 	t.Helper()

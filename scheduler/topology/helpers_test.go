@@ -12,7 +12,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // dataDir holds the real third-party fabric dumps (see ../shared/data/README.md).
-const dataDir = "../../../shared/data/ibnetdiscover-topologies"
+const dataDir = "testdata/data/ibnetdiscover-topologies"
 
 func open(t *testing.T, path string) *os.File {
 	t.Helper()

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const data = "../../../../shared/data"
+const data = "../testdata/data"
 
 func parseFile(t *testing.T, rel string) *Fabric {
 	t.Helper()
