@@ -30,6 +30,8 @@ func commands() map[string]command {
 		"check":     {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
 		"drain":     {"drain a node through the gpuwatch server's actuator, as a person (audited, never resumed by automation)", runDrain},
 		"resume":    {"resume a node through the gpuwatch server's actuator, as a person (audited)", runResume},
+		"place":     {"ask the gpuwatch server for a topology- and health-aware gang placement (dry run or reserved with a lease)", runPlace},
+		"explain":   {"show why the gpuwatch server placed a job where it did: every filter verdict and score", runExplain},
 		"topology":  {"export the fabric (ibnetdiscover dump, site YAML, topology.conf) as Slurm topology.conf, node labels, a Kueue Topology, Volcano HyperNodes", runTopology},
 		"simulate":  {"replay real traces: `simulate openb` (GPU packing with the FGD paper's protocol)", runSimulate},
 		"fairshare": {"print the fair-share standing (shares, measured and allocated GPU usage, factors) from a gpuwatch server", runFairShare},

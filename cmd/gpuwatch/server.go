@@ -16,6 +16,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
+	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
 
@@ -59,6 +60,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&o.FairShareRebuild, "fairshare.rebuild", 14*24*time.Hour, "with --fairshare.config: when no ledger is saved yet (or it was deleted), rebuild usage from this much of the store's history")
 	fsSlurm := fs.Bool("fairshare.slurm", false, "with --fairshare.config: set every pending Slurm job's SiteFactor from its user's factor (scontrol from PATH, SLURM_CONF honoured; needs PriorityType=priority/multifactor)")
 	fsScale := fs.Int64("fairshare.slurm-scale", 10000, "with --fairshare.slurm: SiteFactor = factor × this")
+	placementOn := fs.Bool("placement", true, "run the placement service: fleet snapshot from the store, place/release/explain and the kube-scheduler extender under /api/gpuwatch/v1")
+	placementInterval := fs.Duration("placement.interval", 10*time.Second, "how often the placement snapshot is rebuilt from the store")
+	placementSlurm := fs.Bool("placement.slurm", false, "add Slurm's running jobs (scontrol/squeue from PATH) to the allocations agents report")
+	otlp := fs.String("otlp.endpoint", "", "OTLP/HTTP endpoint (http://collector:4318) for a trace span per placement decision (default: no tracing)")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
 	fs.StringVar(&df.policy, "policy", "", "drain policy (YAML): which conditions drain, cordon, reboot or only exclude a GPU; hysteresis, budget, probation (default: the built-in policy)")
@@ -112,6 +117,21 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if o.StoreURL != "" && o.StateDir == "" && (o.FairShare != nil || o.Drain != nil) {
 		return fmt.Errorf("%w: with --store.url, the control plane's state needs --state-dir", errUsage)
+	}
+	if *placementOn {
+		o.Placement = &server.PlacementOptions{Interval: *placementInterval}
+		if *placementSlurm {
+			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
+		}
+	} else if set["placement.interval"] || set["placement.slurm"] {
+		return fmt.Errorf("%w: --placement.* need --placement", errUsage)
+	}
+	if *otlp != "" {
+		shutdown, err := service.SetupTracing(ctx, *otlp)
+		if err != nil {
+			return fmt.Errorf("--otlp.endpoint: %w", err)
+		}
+		defer shutdown(context.Background())
 	}
 	srv, err := server.New(o)
 	if err != nil {

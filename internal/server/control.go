@@ -60,6 +60,9 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 	if err := s.startDrain(mux, reg); err != nil {
 		return err
 	}
+	if err := s.startPlacement(mux, reg); err != nil {
+		return err
+	}
 	mux.HandleFunc(APIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		msg := fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)
 		if s.drain == nil {
@@ -100,6 +103,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.drain != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.drain.Run(ctx) }()
+	}
+	if s.placement != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.placement.Run(ctx) }()
 	}
 	wg.Wait()
 	return nil

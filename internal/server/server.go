@@ -24,6 +24,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare/feed"
+	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/api"
@@ -67,6 +68,9 @@ type Options struct {
 	// reports to POST /api/gpuwatch/v1/health, and the controller drains and
 	// resumes nodes through the actuator under the policy's safety budget.
 	Drain *DrainOptions
+	// Placement, when set, runs the placement service (snapshot, place,
+	// release, explain, the kube-scheduler extender).
+	Placement *PlacementOptions
 	// Clock is the control plane's clock; nil is time.Now. The fair-share
 	// feeder reads it for "now" (feed.Options.Now), and the drain controller
 	// uses it unless DrainOptions.Clock is set. `gpuwatch demo` passes its
@@ -86,6 +90,7 @@ type Server struct {
 	fairshare      *feed.Feeder // nil unless Options.FairShare
 	fairshareHooks []func(*fairshare.Standing)
 	drain          *drain.Controller // nil unless Options.Drain
+	placement      *service.Service  // nil unless Options.Placement
 }
 
 // New opens the store and builds the HTTP handler.
