@@ -63,6 +63,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	placementOn := fs.Bool("placement", true, "run the placement service: fleet snapshot from the store, place/release/explain and the kube-scheduler extender under /api/gpuwatch/v1")
 	placementInterval := fs.Duration("placement.interval", 10*time.Second, "how often the placement snapshot is rebuilt from the store")
 	placementSlurm := fs.Bool("placement.slurm", false, "add Slurm's running jobs (scontrol/squeue from PATH) to the allocations agents report")
+	var site topologyInput
+	fs.StringVar(&site.ibnetdiscover, "placement.ibnetdiscover", "", "place nodes in the fabric from this ibnetdiscover dump instead of the agents' labels")
+	fs.StringVar(&site.guidMap, "placement.guid-map", "", "with --placement.ibnetdiscover: GUID→host map")
+	fs.StringVar(&site.fromYAML, "placement.site-yaml", "", "place nodes in the fabric from this site YAML (nodes with leaf, spine, core, nvlink_domain)")
+	fs.StringVar(&site.fromSlurm, "placement.slurm-topology", "", "place nodes in the fabric from this Slurm topology.conf")
 	otlp := fs.String("otlp.endpoint", "", "OTLP/HTTP endpoint (http://collector:4318) for a trace span per placement decision (default: no tracing)")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
@@ -122,6 +127,17 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		o.Placement = &server.PlacementOptions{Interval: *placementInterval}
 		if *placementSlurm {
 			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
+		}
+		if site.ibnetdiscover != "" || site.fromYAML != "" || site.fromSlurm != "" || site.guidMap != "" {
+			tree, _, err := site.load(stderr)
+			if err != nil {
+				return err
+			}
+			h, err := tree.Hierarchy()
+			if err != nil {
+				return fmt.Errorf("site topology: %w", err)
+			}
+			o.Placement.Locations = h.Nodes()
 		}
 	} else if set["placement.interval"] || set["placement.slurm"] {
 		return fmt.Errorf("%w: --placement.* need --placement", errUsage)

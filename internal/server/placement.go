@@ -11,6 +11,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
 	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // PlacementOptions configure the placement service: a fleet snapshot built
@@ -23,6 +24,10 @@ type PlacementOptions struct {
 	// Slurm, when set, adds Slurm's running jobs (with their GPU indices) to
 	// the allocations the agents report.
 	Slurm *slurm.Scontrol
+	// Locations, when set, places nodes in the fabric from a site source (an
+	// ibnetdiscover dump, a site YAML, a topology.conf), overriding what the
+	// agents report.
+	Locations []telemetry.NodeLocation
 }
 
 func (s *Server) startPlacement(mux *http.ServeMux, reg prometheus.Registerer) error {
@@ -37,6 +42,10 @@ func (s *Server) startPlacement(mux *http.ServeMux, reg prometheus.Registerer) e
 			return nil
 		}
 		return s.drain.Exclusions()
+	}
+	if len(p.Locations) > 0 {
+		locs := p.Locations
+		o.Locations = func() []telemetry.NodeLocation { return locs }
 	}
 	if p.Slurm != nil {
 		sc := *p.Slurm
