@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,20 +42,9 @@ func manualAction(ctx context.Context, verb string, args []string, stdout, stder
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	// NODE may come before or after the flags.
-	var node string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return usageErr(err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if node != "" {
-			return fmt.Errorf("%w: one node at a time: got %q and %q", errUsage, node, fs.Arg(0))
-		}
-		node, rest = fs.Arg(0), fs.Args()[1:]
+	node, err := parseOneArg(fs, args, "node")
+	if err != nil {
+		return err
 	}
 	if node == "" {
 		fs.Usage()
@@ -92,6 +82,25 @@ func manualAction(ctx context.Context, verb string, args []string, stdout, stder
 		fmt.Fprintf(stdout, "%s: resume requested by %s; state %s\n", node, *who, state)
 	}
 	return nil
+}
+
+// parseOneArg parses flags around one positional argument (before, after or
+// between them) and returns it ("" when there is none).
+func parseOneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	var arg string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return "", usageErr(err)
+		}
+		if fs.NArg() == 0 {
+			return arg, nil
+		}
+		if arg != "" {
+			return "", fmt.Errorf("%w: one %s at a time: got %q and %q", errUsage, what, arg, fs.Arg(0))
+		}
+		arg, rest = fs.Arg(0), fs.Args()[1:]
+	}
 }
 
 func usageErr(err error) error {

@@ -154,20 +154,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	// ID may come before or after the flags.
-	var id string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return usageErr(err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if id != "" {
-			return fmt.Errorf("%w: one decision at a time: got %q and %q", errUsage, id, fs.Arg(0))
-		}
-		id, rest = fs.Arg(0), fs.Args()[1:]
+	id, err := parseOneArg(fs, args, "decision")
+	if err != nil {
+		return err
 	}
 	if id == "" {
 		fs.Usage()
