@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpuwatch/gpuwatch/internal/procstat"
+
 	"os"
 	"strings"
 	"testing"
@@ -50,17 +52,17 @@ Type: cpu
 }
 
 func TestProcReaders(t *testing.T) {
-	rss, hwm, err := procStatus("self")
+	rss, hwm, err := procstat.Mem("self")
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
 	if rss == 0 || hwm < rss {
 		t.Errorf("VmRSS %d VmHWM %d", rss, hwm)
 	}
-	if _, err := procCPU(os.Getpid()); err != nil {
+	if _, err := procstat.CPU(os.Getpid()); err != nil {
 		t.Error(err)
 	}
-	if _, err := procCPU(-1); err == nil {
+	if _, err := procstat.CPU(-1); err == nil {
 		t.Error("no error for a missing process")
 	}
 }

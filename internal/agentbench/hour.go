@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpuwatch/gpuwatch/internal/procstat"
+
 	"context"
 	"flag"
 	"fmt"
@@ -84,7 +86,7 @@ func runHour(args []string) error {
 	report := func(i int) error {
 		runtime.GC()
 		live, total := heap()
-		rss, hwm, err := procStatus("self")
+		rss, hwm, err := procstat.Mem("self")
 		if err != nil {
 			return err
 		}

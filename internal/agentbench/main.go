@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 )
 
 func main() {
@@ -36,33 +33,6 @@ func usage() {
 }
 
 const mib = 1 << 20
-
-// procStatus reads the kB fields VmRSS and VmHWM of /proc/PID/status ("self" for
-// this process), in bytes.
-func procStatus(pid string) (rss, hwm uint64, err error) {
-	f, err := os.Open("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%s/status: %s: %w", pid, k, err)
-		}
-		if k == "VmRSS" {
-			rss = n * 1024
-		} else {
-			hwm = n * 1024
-		}
-	}
-	return rss, hwm, sc.Err()
-}
 
 // heap reads the Go runtime's live heap (after the last GC) and the memory the
 // runtime holds from the OS.

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"github.com/gpuwatch/gpuwatch/internal/procstat"
+
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,32 +16,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// userHZ is the unit of utime and stime in /proc/PID/stat (USER_HZ, 100 on Linux).
-const userHZ = 100
-
-// procCPU reads utime+stime of a process.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state): utime is field 14, stime 15
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return time.Duration(ut+st) * time.Second / userHZ, nil
-}
 
 // runProcess runs `gpuwatch agent --simulate hgx-h100` as its own process for a
 // while, scraping /metrics on a schedule, and reports its CPU and memory.
@@ -107,11 +82,11 @@ func runProcess(args []string) error {
 		}
 		return time.Since(t0), int(n), err
 	}
-	cpu0, err := procCPU(pid)
+	cpu0, err := procstat.CPU(pid)
 	if err != nil {
 		return err
 	}
-	rss0, _, err := procStatus(strconv.Itoa(pid))
+	rss0, _, err := procstat.Mem(strconv.Itoa(pid))
 	if err != nil {
 		return err
 	}
@@ -148,11 +123,11 @@ func runProcess(args []string) error {
 		time.Sleep(time.Until(next))
 	}
 	wall := time.Since(wall0)
-	cpu1, err := procCPU(pid)
+	cpu1, err := procstat.CPU(pid)
 	if err != nil {
 		return err
 	}
-	rss, hwm, err := procStatus(strconv.Itoa(pid))
+	rss, hwm, err := procstat.Mem(strconv.Itoa(pid))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpuwatch/gpuwatch/internal/procstat"
+
 	"bytes"
 	"context"
 	"flag"
@@ -152,7 +154,7 @@ type ingestResult struct {
 
 // timePhase runs fn and measures the store's CPU, ours and the machine's.
 func timePhase(pid int, samples int, fn func() (time.Duration, error)) (phase, error) {
-	cpu0, err := procCPU(pid)
+	cpu0, err := procstat.CPU(pid)
 	if err != nil {
 		return phase{}, err
 	}
@@ -163,12 +165,12 @@ func timePhase(pid int, samples int, fn func() (time.Duration, error)) (phase, e
 		return phase{}, err
 	}
 	m1 := machineCPU()
-	cpu1, err := procCPU(pid)
+	cpu1, err := procstat.CPU(pid)
 	if err != nil {
 		return phase{}, err
 	}
 	ph := phase{samples: samples, wall: wall, cpu: cpu1 - cpu0, selfCPU: selfCPU() - self0}
-	machineBusy := time.Duration(m1.busy-m0.busy) * time.Second / userHZ
+	machineBusy := time.Duration(m1.busy-m0.busy) * time.Second / procstat.UserHZ
 	ph.otherCPU = (machineBusy - ph.cpu - ph.selfCPU).Seconds() / wall.Seconds()
 	if ph.otherCPU < 0 {
 		ph.otherCPU = 0
@@ -177,7 +179,7 @@ func timePhase(pid int, samples int, fn func() (time.Duration, error)) (phase, e
 }
 
 func selfCPU() time.Duration {
-	c, _ := procCPU(os.Getpid())
+	c, _ := procstat.CPU(os.Getpid())
 	return c
 }
 
@@ -269,7 +271,7 @@ func ingestOne(kind, bin string, p *payload, concurrency int) (ingestResult, err
 	if err != nil {
 		return r, fmt.Errorf("steady cycles: %w", err)
 	}
-	r.rss, r.hwm, _ = procMem(strconv.Itoa(tg.pid))
+	r.rss, r.hwm, _ = procstat.Mem(strconv.Itoa(tg.pid))
 	fmt.Printf("%-16s steady, %d cycles:        %6.2f s, %9.0f samples/s, store CPU %.2f s (%.2f s per million samples), RSS %.0f MiB, load %s\n", kind, p.cycles-1,
 		r.steady.wall.Seconds(), r.steady.rate(), r.steady.cpu.Seconds(), r.steady.cpuPerMillion(), float64(r.rss)/(1<<20), loadavg())
 

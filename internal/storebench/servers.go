@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -203,58 +202,6 @@ func startGpuwatch(bin string) (*target, error) {
 	}
 	return &target{name: "gpuwatch", url: url, writeURL: url + "/api/v1/write", pid: cmd.Process.Pid,
 		dataDir: filepath.Join(dir, "data"), flush: func() {}, stop: stop}, nil
-}
-
-// userHZ is the unit of utime and stime in /proc/PID/stat.
-const userHZ = 100
-
-// procCPU is a process's utime+stime.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3: utime is field 14, stime 15
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return time.Duration(ut+st) * time.Second / userHZ, nil
-}
-
-// procMem reads VmRSS and VmHWM of a process ("self" for this one), in bytes.
-func procMem(pid string) (rss, hwm uint64, err error) {
-	f, err := os.Open("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%s/status: %s: %w", pid, k, err)
-		}
-		if k == "VmRSS" {
-			rss = n * 1024
-		} else {
-			hwm = n * 1024
-		}
-	}
-	return rss, hwm, sc.Err()
 }
 
 // loadavg is the first field of /proc/loadavg, the machine's 1-minute load.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpuwatch/gpuwatch/internal/procstat"
+
 	"context"
 	"flag"
 	"fmt"
@@ -53,7 +55,7 @@ func runSustain(args []string) error {
 	if err != nil {
 		return fmt.Errorf("first cycle: %w", err)
 	}
-	rss0, _, _ := procMem(strconv.Itoa(tg.pid))
+	rss0, _, _ := procstat.Mem(strconv.Itoa(tg.pid))
 	fmt.Printf("first cycle (creates %d series) as fast as possible: %.2f s, %.0f samples/s, server CPU %.2f s, RSS after %.0f MiB\n",
 		*nodes*len(t.series), first.wall.Seconds(), first.rate(), first.cpu.Seconds(), float64(rss0)/mib)
 
@@ -101,7 +103,7 @@ func runSustain(args []string) error {
 				memDone <- peak
 				return
 			case <-tick.C:
-				if rss, _, err := procMem(strconv.Itoa(tg.pid)); err == nil {
+				if rss, _, err := procstat.Mem(strconv.Itoa(tg.pid)); err == nil {
 					peak = max(peak, rss)
 				}
 			}
@@ -129,7 +131,7 @@ func runSustain(args []string) error {
 	if firstErr != nil {
 		return fmt.Errorf("paced cycles: %w", firstErr)
 	}
-	rss, hwm, _ := procMem(strconv.Itoa(tg.pid))
+	rss, hwm, _ := procstat.Mem(strconv.Itoa(tg.pid))
 
 	fmt.Printf("%6s %10s %10s %10s\n", "cycle", "lag p50", "lag p99", "lag max")
 	var all []time.Duration
