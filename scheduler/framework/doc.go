@@ -27,4 +27,7 @@
 //     else as an error of the plugin.
 //   - Unknown or stale telemetry is neutral, never a reason to look good:
 //     allocation-only behaviour is the fallback.
+//   - The placement engine runs the built-in plugins once per class of alike
+//     nodes (scheduler/placement/classes.go lists the inputs a class shares); a
+//     built-in plugin that reads anything else must be added there.
 package framework

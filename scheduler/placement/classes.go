@@ -45,6 +45,9 @@ import (
 // Custom plugins may read anything (names, labels), so the engine groups only when
 // every filter, the picker and every scorer is a built-in plugin, and never when
 // Options.Exhaustive is set; TestGroupedMatchesExhaustive holds the two paths equal.
+// A built-in plugin that starts reading another input of the node or the request
+// must add it to appendStaticKey (or the free vector) or to memoKey, and to the
+// inputs genMixedFleet varies, or grouping will merge nodes it tells apart.
 
 // builtinOnly reports whether every plugin is one of the built-in ones whose inputs
 // the class key covers.

@@ -94,11 +94,9 @@ func Synthetic(spec SyntheticSpec) (*Snapshot, error) {
 
 func syntheticTopology(node string, gpus int, model string) *telemetry.NodeTopology {
 	t := &telemetry.NodeTopology{Node: telemetry.NodeID(node)}
-	nics := make([]string, gpus)
 	for g := range gpus {
-		nics[g] = fmt.Sprintf("mlx5_%d", g)
 		t.GPUs = append(t.GPUs, telemetry.TopologyGPU{Index: g, UUID: fmt.Sprintf("GPU-%s-%02d", node, g), Model: model, NUMANode: g * 2 / gpus})
-		t.NICs = append(t.NICs, telemetry.TopologyNIC{Device: nics[g], NUMANode: g * 2 / gpus})
+		t.NICs = append(t.NICs, telemetry.TopologyNIC{Device: fmt.Sprintf("mlx5_%d", g), NUMANode: g * 2 / gpus})
 	}
 	for a := range gpus {
 		for b := a + 1; b < gpus; b++ {
@@ -109,7 +107,7 @@ func syntheticTopology(node string, gpus int, model string) *telemetry.NodeTopol
 			if n == a {
 				typ = telemetry.LinkPIX
 			}
-			t.NICLinks = append(t.NICLinks, telemetry.NICLink{GPU: a, NIC: nics[n], Type: typ})
+			t.NICLinks = append(t.NICLinks, telemetry.NICLink{GPU: a, NIC: fmt.Sprintf("mlx5_%d", n), Type: typ})
 		}
 	}
 	return t
