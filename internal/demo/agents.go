@@ -14,12 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/collector/agent"
 	"github.com/gpuwatch/gpuwatch/collector/health"
+	"github.com/gpuwatch/gpuwatch/collector/shipper"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
@@ -32,34 +34,53 @@ const kmsgPoll = 5 * time.Millisecond
 // a loopback port, and what the demo last learned from it.
 type nodeAgent struct {
 	node *simhw.Node
-	a    *agent.Agent
+	a    *agent.Agent // nil while the node reboots
+	stop func()       // ends a's background readers and closes it
 	srv  *http.Server
-	url  string // http://127.0.0.1:PORT
+	h    atomic.Pointer[http.Handler] // the agent's handler; a new agent after a reboot
+	url  string                       // http://127.0.0.1:PORT
+
+	boots     int       // agents started on this node: 1, then one more per reboot
+	bootTime  time.Time // when the node last booted
+	downUntil time.Time // while the node reboots, when it is back
 
 	view  NodeView
 	conds map[string]telemetry.Condition // active conditions by Key
 	xids  map[xidKey]float64             // gpuwatch_xid_errors_total as last counted
 	state telemetry.State
+
+	mu     sync.Mutex
+	allocs map[string][]string // GPU UUID → job ids on it, from the last full cycle
 }
 
 // fleetAgents are the agents of every node.
 type fleetAgents struct {
 	nodes  []*nodeAgent
 	byName map[string]*nodeAgent
+	ctx    context.Context
 	cancel context.CancelFunc
-	waits  []func()
 	client *http.Client
+
+	o                      Options
+	fleet                  *simhw.Fleet
+	dir                    string
+	remoteWrite, serverURL string
+	// retiredSent and retiredDropped are the samples the agents stopped by a
+	// reboot shipped and dropped.
+	retiredSent, retiredDropped int
 }
 
 // startAgents builds one agent per node with the options `gpuwatch agent
 // --simulate` gives its node, serves each on loopback and starts its background
-// readers (kernel log, NVML events, attribution) and its shipper, which
-// remote-writes every sample to remoteWrite through a queue in memory. The demo
-// loop drives their collection cycles.
-func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite string) (*fleetAgents, error) {
+// readers (kernel log, NVML events, attribution), its shipper, which
+// remote-writes every sample to remoteWrite through a queue in memory, and its
+// health pusher, which sends its health report to the server at serverURL. The
+// demo loop drives their collection cycles.
+func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite, serverURL string) (*fleetAgents, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	fa := &fleetAgents{cancel: cancel, byName: map[string]*nodeAgent{},
-		client: &http.Client{Timeout: 10 * time.Second}}
+	fa := &fleetAgents{ctx: ctx, cancel: cancel, byName: map[string]*nodeAgent{},
+		client: &http.Client{Timeout: 10 * time.Second},
+		o:      o, fleet: fleet, dir: dir, remoteWrite: remoteWrite, serverURL: serverURL}
 	for i, n := range fleet.Nodes() {
 		// Each run is a fresh fleet: its agents start without the health state
 		// a previous run left in the same --dir.
@@ -68,69 +89,160 @@ func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite string) (*fleet
 			fa.stop()
 			return nil, fmt.Errorf("node %s: cannot clear the agent's state directory: %w", n.Name(), err)
 		}
-		boot := n.Boot()
-		a, err := agent.New(agent.Options{
-			Node:          n.Name(),
-			NVML:          n.NVML(),
-			SysfsRoot:     n.SysRoot(),
-			ProcRoot:      n.ProcRoot(),
-			KmsgPath:      n.KmsgPath(),
-			KmsgFromStart: true,
-			KmsgPoll:      kmsgPoll,
-			BootTime:      func() (time.Time, error) { return boot, nil },
-			BootID:        fmt.Sprintf("simulated-%s-%d", n.Name(), boot.Unix()),
-			StateDir:      stateDir,
-			// In simulated time: a health cycle every tick, a full one every
-			// FullEvery ticks. The demo loop calls Collect on that schedule.
-			Interval:       time.Duration(o.FullEvery) * o.Tick,
-			HealthInterval: o.Tick,
-			DCGMDisable:    true, // no host engine serves a simulated node
-			KubeletSocket:  "-",
-			NVLinkDomain:   n.NVLinkDomain(),
-			Leaf:           n.Leaf(),
-			Spine:          n.Spine(),
-			Block:          n.Block(),
-			Version:        o.Version,
-			Now:            fleet.Now,
-			RemoteWriteURL: remoteWrite,
-		})
-		if err != nil {
-			fa.stop()
-			return nil, fmt.Errorf("node %s: cannot start its agent: %w", n.Name(), err)
-		}
 		addr := "127.0.0.1:0"
 		if o.ListenBase > 0 {
 			addr = "127.0.0.1:" + strconv.Itoa(o.ListenBase+i)
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			a.Close()
 			fa.stop()
 			return nil, fmt.Errorf("node %s: cannot serve its agent: %w", n.Name(), err)
 		}
-		na := &nodeAgent{node: n, a: a, url: "http://" + ln.Addr().String(),
-			srv:   &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		na := &nodeAgent{node: n, url: "http://" + ln.Addr().String(), bootTime: n.Boot(),
 			conds: map[string]telemetry.Condition{}, xids: map[xidKey]float64{}}
+		na.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := na.h.Load()
+			if h == nil {
+				http.Error(w, na.node.Name()+" is rebooting", http.StatusServiceUnavailable)
+				return
+			}
+			(*h).ServeHTTP(w, r)
+		})}
+		if err := fa.startAgent(na, true); err != nil {
+			ln.Close()
+			fa.stop()
+			return nil, err
+		}
 		go na.srv.Serve(ln)
-		fa.waits = append(fa.waits, a.Start(ctx))
 		fa.nodes = append(fa.nodes, na)
 		fa.byName[n.Name()] = na
 	}
 	return fa, nil
 }
 
+// startAgent starts the node's agent. fresh is false after a reboot: the agent
+// keeps its health state, sees a new boot id, and reads the kernel log from its
+// end (the old boot's Xids are not new).
+func (fa *fleetAgents) startAgent(na *nodeAgent, fresh bool) error {
+	n, o := na.node, fa.o
+	na.boots++
+	boot := na.bootTime
+	a, err := agent.New(agent.Options{
+		Node:          n.Name(),
+		NVML:          n.NVML(),
+		SysfsRoot:     n.SysRoot(),
+		ProcRoot:      n.ProcRoot(),
+		KmsgPath:      n.KmsgPath(),
+		KmsgFromStart: fresh,
+		KmsgPoll:      kmsgPoll,
+		BootTime:      func() (time.Time, error) { return boot, nil },
+		BootID:        fmt.Sprintf("simulated-%s-%d-%d", n.Name(), boot.Unix(), na.boots),
+		StateDir:      filepath.Join(fa.dir, n.Name(), "gpuwatch-state"),
+		// In simulated time: a health cycle every tick, a full one every
+		// FullEvery ticks. The demo loop calls Collect on that schedule.
+		Interval:       time.Duration(o.FullEvery) * o.Tick,
+		HealthInterval: o.Tick,
+		DCGMDisable:    true, // no host engine serves a simulated node
+		KubeletSocket:  "-",
+		NVLinkDomain:   n.NVLinkDomain(),
+		Leaf:           n.Leaf(),
+		Spine:          n.Spine(),
+		Block:          n.Block(),
+		Version:        o.Version,
+		Now:            fa.fleet.Now,
+		RemoteWriteURL: fa.remoteWrite,
+		ServerURL:      fa.serverURL,
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: cannot start its agent: %w", n.Name(), err)
+	}
+	ctx, cancel := context.WithCancel(fa.ctx)
+	wait := a.Start(ctx)
+	na.a = a
+	na.stop = func() { cancel(); wait(); a.Close() }
+	h := a.Handler()
+	na.h.Store(&h)
+	return nil
+}
+
+// reboot takes the node down as `scontrol reboot` would: the agent ships what it
+// has and stops, and the node reports nothing until back (see boot).
+func (fa *fleetAgents) reboot(na *nodeAgent, now time.Time) {
+	if na.a == nil {
+		return
+	}
+	if sh := na.a.Shipper; sh != nil {
+		// A clean shutdown: what the agent collected reaches the store first.
+		waitShipped(sh, 10*time.Second)
+		st := sh.Stats()
+		fa.retiredSent += int(st.SamplesSent)
+		for _, n := range st.Dropped {
+			fa.retiredDropped += int(n)
+		}
+	}
+	na.h.Store(nil)
+	na.stop()
+	na.a, na.stop = nil, nil
+	na.downUntil = now.Add(rebootTime)
+}
+
+// boot brings a rebooted node back: every GPU reset (a lost one answers again),
+// and a new agent on a new boot.
+func (fa *fleetAgents) boot(na *nodeAgent, now time.Time) error {
+	if err := na.node.Inject(simhw.Fault{Kind: simhw.FaultRecover, GPU: simhw.AllGPUs}); err != nil {
+		return fmt.Errorf("node %s: cannot reset its GPUs on reboot: %w", na.node.Name(), err)
+	}
+	// Write out the old boot's kernel log (the node materializes it on Advance):
+	// the new agent reads from its end, as after a real reboot.
+	if err := fa.fleet.Advance(0); err != nil {
+		return fmt.Errorf("node %s: reboot: %w", na.node.Name(), err)
+	}
+	na.downUntil, na.bootTime = time.Time{}, now
+	return fa.startAgent(na, false)
+}
+
+// up returns the agents of the nodes that are not rebooting.
+func (fa *fleetAgents) up() []*nodeAgent {
+	out := make([]*nodeAgent, 0, len(fa.nodes))
+	for _, na := range fa.nodes {
+		if na.a != nil {
+			out = append(out, na)
+		}
+	}
+	return out
+}
+
 // stop ends the background readers, the servers and the agents (which save their
 // health state).
 func (fa *fleetAgents) stop() {
 	fa.cancel()
-	for _, w := range fa.waits {
-		w()
-	}
 	for _, na := range fa.nodes {
+		if na.stop != nil {
+			na.stop()
+		}
 		na.srv.Close()
-		na.a.Close()
 	}
-	fa.nodes, fa.waits = nil, nil
+	fa.nodes = nil
+}
+
+// workloads names the jobs on the given GPUs (UUIDs) of a node, or on the whole
+// node when gpus is nil, as its agent's attribution last saw them: what the drain
+// controller evacuates.
+func (fa *fleetAgents) workloads(node string, gpus []string) []string {
+	na := fa.byName[node]
+	if na == nil {
+		return nil
+	}
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	var out []string
+	for uuid, jobs := range na.allocs {
+		if gpus == nil || slices.Contains(gpus, uuid) {
+			out = append(out, jobs...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // collect runs one cycle on every agent at once (each waits for its kernel-log
@@ -138,9 +250,10 @@ func (fa *fleetAgents) stop() {
 // time the process spent meanwhile: the agents' cost, as the simulator is idle.
 func (fa *fleetAgents) collect(ctx context.Context, full bool) ([]Event, time.Duration) {
 	cpu0 := cpuTime()
-	evs := make([][]Event, len(fa.nodes))
+	up := fa.up()
+	evs := make([][]Event, len(up))
 	var wg sync.WaitGroup
-	for i, na := range fa.nodes {
+	for i, na := range up {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -150,7 +263,7 @@ func (fa *fleetAgents) collect(ctx context.Context, full bool) ([]Event, time.Du
 	}
 	wg.Wait()
 	var out []Event
-	for i := range fa.nodes {
+	for i := range up {
 		out = append(out, evs[i]...)
 	}
 	return out, cpuTime() - cpu0
@@ -210,6 +323,26 @@ func (na *nodeAgent) update(snap *collector.Snapshot, r health.Report) []Event {
 	na.view = viewOf(name, na.node.Leaf(), na.url, snap, r)
 	at := snap.Time
 	var evs []Event
+
+	// The attribution source labels an allocation with the GPU's index; the
+	// drain controller names faulty GPUs by UUID.
+	uuids := map[string]string{}
+	if snap.Inventory != nil {
+		for _, g := range snap.Inventory.GPUs {
+			uuids[strconv.Itoa(g.Index)] = g.UUID
+		}
+	}
+	allocs := map[string][]string{}
+	for _, s := range snap.Samples {
+		if s.Name == telemetry.MetricGPUAllocationInfo {
+			if uuid, job := uuids[s.Labels.Get(telemetry.LabelGPUIndex)], s.Labels.Get(telemetry.LabelJobID); uuid != "" && job != "" {
+				allocs[uuid] = append(allocs[uuid], job)
+			}
+		}
+	}
+	na.mu.Lock()
+	na.allocs = allocs
+	na.mu.Unlock()
 
 	counts := map[xidKey]float64{}
 	for _, s := range snap.Samples {
@@ -331,7 +464,7 @@ func (fa *fleetAgents) drain(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		waiting := 0
-		for _, na := range fa.nodes {
+		for _, na := range fa.up() {
 			if sh := na.a.Shipper; sh != nil {
 				st := sh.Stats()
 				waiting += st.PendingSamples + int(st.QueueSamples)
@@ -344,5 +477,15 @@ func (fa *fleetAgents) drain(timeout time.Duration) error {
 			return fmt.Errorf("the agents have not shipped %d samples to the demo's store after %s", waiting, timeout)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitShipped waits until one shipper has delivered what it was given, or
+// timeout passes.
+func waitShipped(sh *shipper.Shipper, timeout time.Duration) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if st := sh.Stats(); st.PendingSamples == 0 && st.QueueSamples == 0 {
+			return
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
+	"github.com/gpuwatch/gpuwatch/test/realslurm"
 )
 
 // DefaultStory is the fault scenario the demo plays when none is given.
@@ -34,8 +35,9 @@ type Options struct {
 	// Tick is the simulated step of the hardware model and the agents' health
 	// interval (5s): after every step each agent runs one health cycle.
 	Tick time.Duration
-	// FullEvery is how many ticks make one full collection of every field (6: 30 s
-	// of simulated time at the default tick).
+	// FullEvery is how many ticks make one full collection of every field (2: 10 s
+	// of simulated time at the default tick, a real agent's full interval; the
+	// server's fair share counts each allocation sample as that long).
 	FullEvery int
 	// Faults is the YAML fault scenario; nil plays DefaultStory.
 	Faults []byte
@@ -64,6 +66,22 @@ type Options struct {
 	// KeepServing keeps the server (and the agents' endpoints) up after the final
 	// summary of a run with a Duration, until ctx is done.
 	KeepServing bool
+	// DrainPolicy is the policy of the server's drain controller (YAML, as
+	// `gpuwatch server --drain.policy` reads it); nil is DefaultDrainPolicy.
+	// DrainPolicyName names it in errors (a file path).
+	DrainPolicy     []byte
+	DrainPolicyName string
+	// FairShare is the server's fair-share configuration (YAML, as
+	// `gpuwatch server --fairshare.config` reads it); nil is DefaultFairShare.
+	FairShare     []byte
+	FairShareName string
+	// FairShareEvery is the simulated time between the fair-share standings the
+	// output shows (3m); the server recomputes them every simulated minute.
+	FairShareEvery time.Duration
+	// Slurm drains through a real Slurm cluster started on this host for the
+	// run (test/realslurm: one slurmctld and one slurmd per node, gpu01… for
+	// node-01…; needs root, slurm-wlm and munge) instead of the log actuator.
+	Slurm bool
 	// Version is reported by the agents' gpuwatch_build_info.
 	Version string
 	// Out receives the live summary.
@@ -90,7 +108,10 @@ func (o *Options) fill() error {
 		o.Tick = 5 * time.Second
 	}
 	if o.FullEvery == 0 {
-		o.FullEvery = 6
+		o.FullEvery = 2
+	}
+	if o.FairShareEvery == 0 {
+		o.FairShareEvery = 3 * time.Minute
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -106,8 +127,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("nodes must be at least 1, got %d", o.Nodes)
 	case o.Duration < 0:
 		return fmt.Errorf("duration must not be negative, got %s", o.Duration)
-	case o.Interval < 0 || o.Tick < 0:
-		return fmt.Errorf("interval and tick must be positive, got %s and %s", o.Interval, o.Tick)
+	case o.Interval < 0 || o.Tick < 0 || o.FairShareEvery < 0:
+		return fmt.Errorf("interval, tick and fair-share interval must be positive, got %s, %s and %s", o.Interval, o.Tick, o.FairShareEvery)
 	case o.Tick > o.Interval:
 		return fmt.Errorf("tick %s must not exceed the summary interval %s", o.Tick, o.Interval)
 	case o.FullEvery < 1:
@@ -136,6 +157,10 @@ type Result struct {
 	MetricsNode string
 	// Store is what the demo's gpuwatch server stored, read back from it.
 	Store StoreResult
+	// Drain is what the server's drain controller decided and did.
+	Drain DrainResult
+	// FairShare is the server's fair-share standing at the end.
+	FairShare FairShareResult
 	// Cycles counts the agents' collection cycles: health-only and full.
 	HealthCycles, FullCycles int
 	// AgentCPU is the CPU time the process used while the agents ran their
@@ -193,35 +218,75 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("cannot schedule the faults from %s: %w", o.FaultsName, err)
 	}
 	gen := simhw.NewWorkloadGenerator(fleet, simhw.WorkloadOptions{Seed: o.Seed})
+	jobs := newJobDetails()
 	if err := gen.Step(); err != nil {
 		return nil, fmt.Errorf("cannot start the simulated workload: %w", err)
+	}
+	if err := jobs.write(fleet); err != nil {
+		return nil, err
 	}
 	if err := fleet.Advance(0); err != nil {
 		return nil, fmt.Errorf("cannot materialize the simulated fleet: %w", err)
 	}
 
-	ds, err := startServer(o, dir)
+	pol, fsCfg, err := loadControl(&o)
+	if err != nil {
+		return nil, err
+	}
+	var act *actuator
+	if o.Slurm {
+		var names []string
+		for _, n := range fleet.Nodes() {
+			names = append(names, n.Name())
+		}
+		var cluster *realslurm.Cluster
+		if act, cluster, err = startSlurm(names, fleet.Now); err != nil {
+			return nil, err
+		}
+		defer cluster.Close()
+	} else {
+		act = newLogActuator(fleet.Now)
+	}
+	var agents *fleetAgents
+	ds, err := startServer(o, dir, control{now: fleet.Now, policy: pol, act: act, fairShare: fsCfg,
+		fairShareEvery: wallEvery(time.Minute, o.Speed),
+		workloads:      func(node string, gpus []string) []string { return agents.workloads(node, gpus) }})
 	if err != nil {
 		return nil, err
 	}
 	defer ds.stop()
-	agents, err := startAgents(fleet, o, dir, ds.writeURL())
+	agents, err = startAgents(fleet, o, dir, ds.writeURL(), ds.url)
 	if err != nil {
 		return nil, err
 	}
 	defer agents.stop()
+	ds.run()
+	cp := newControlPrinter(ds, act, pol, sc, fleet.Start())
 
 	res := &Result{}
 	p := newPrinter(o.Out, fleet.Start())
+	sync := func() error {
+		lines, reboots, err := cp.sync(ctx, agents, fleet.Now())
+		p.control(lines)
+		for _, node := range reboots {
+			if na := agents.byName[node]; na != nil && na.a != nil {
+				agents.reboot(na, fleet.Now())
+				res.Drain.Reboots = append(res.Drain.Reboots, Reboot{Node: node, Down: fleet.Now()})
+				p.control([]ctlLine{{at: fleet.Now(), node: node,
+					text: fmt.Sprintf("the simulated node reboots: its agent stops; back at %s", p.offset(na.downUntil))}})
+			}
+		}
+		return err
+	}
 	cycle := func(full bool) {
 		evs, d := agents.collect(ctx, full)
 		res.Events = append(res.Events, evs...)
 		res.AgentCPU += d
 		if full {
-			res.FullCycles += len(agents.nodes)
+			res.FullCycles += len(agents.up())
 			res.acct.add(agents.views(), fleet.Now())
 		} else {
-			res.HealthCycles += len(agents.nodes)
+			res.HealthCycles += len(agents.up())
 		}
 		p.events(evs)
 	}
@@ -229,20 +294,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	evs, d := agents.collect(ctx, true)
 	res.Events, res.AgentCPU, res.FullCycles = evs, d, len(agents.nodes)
 	res.acct.add(agents.views(), fleet.Now())
-	p.header(fleet, sc, o, ds)
+	p.header(fleet, sc, o, ds, act, pol)
 	if skipped > 0 {
 		fmt.Fprintf(o.Out, "(%d faults of the built-in story are on nodes beyond --nodes %d and are skipped)\n\n", skipped, o.Nodes)
 	}
 	p.first(agents.views())
 	fmt.Fprintln(o.Out)
 	p.events(evs)
+	if err := sync(); err != nil {
+		return res, err
+	}
 
-	nextSummary := time.Duration(0)
+	nextSummary, nextStanding := time.Duration(0), o.FairShareEvery
 	wallStart := time.Now()
 	for elapsed, tick := time.Duration(0), 0; ; {
 		if elapsed >= nextSummary {
 			p.summary(fleet.Now(), agents.views())
 			nextSummary += o.Interval
+		}
+		if elapsed >= nextStanding {
+			if st, _ := ds.srv.FairShare(); st != nil {
+				p.standing(fleet.Now(), st, byAllocation(fsCfg, st), false)
+			}
+			nextStanding += o.FairShareEvery
 		}
 		if o.Duration > 0 && elapsed >= o.Duration {
 			break
@@ -268,11 +342,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := gen.Step(); err != nil {
 			return res, fmt.Errorf("simulated workload failed: %w", err)
 		}
+		if err := jobs.write(fleet); err != nil {
+			return res, err
+		}
 		elapsed += step
 		tick++
+		for _, na := range agents.nodes {
+			if !na.downUntil.IsZero() && !fleet.Now().Before(na.downUntil) {
+				if err := agents.boot(na, fleet.Now()); err != nil {
+					return res, err
+				}
+				for i := range res.Drain.Reboots {
+					if r := &res.Drain.Reboots[i]; r.Node == na.node.Name() && r.Up.IsZero() {
+						r.Up = fleet.Now()
+					}
+				}
+				p.control([]ctlLine{{at: fleet.Now(), node: na.node.Name(),
+					text: "the simulated node is back: every GPU reset, a new agent on a new boot"}})
+			}
+		}
 		// A full cycle every FullEvery ticks, and at the very end so that the final
 		// summary has every field fresh.
 		cycle(tick%o.FullEvery == 0 || (o.Duration > 0 && elapsed >= o.Duration))
+		if err := sync(); err != nil {
+			return res, err
+		}
 	}
 	res.Simulated = fleet.Now().Sub(fleet.Start())
 	res.Nodes = agents.views()
@@ -285,6 +379,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Read back what the store holds once the agents have shipped everything, with
 	// a context of its own: ctx may be done (Ctrl-C).
+	ds.halt()
 	if err := agents.drain(30 * time.Second); err != nil {
 		return res, err
 	}
@@ -294,8 +389,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	var names []string
+	for _, n := range fleet.Nodes() {
+		names = append(names, n.Name())
+	}
+	if res.Drain, err = cp.result(names, res.Drain.Reboots); err != nil {
+		return res, err
+	}
+	res.FairShare = finalStanding(ds, fsCfg)
 	p.final(res, o)
 	if o.KeepServing && ctx.Err() == nil {
+		ds.run()
 		fmt.Fprintf(o.Out, "\nserving the store at %s and the agents' endpoints until interrupted (Ctrl-C)\n", ds.url)
 		<-ctx.Done()
 	}

@@ -17,8 +17,31 @@
 // server's Querier. Simulated time ends, by default, when the run starts, so the
 // samples' timestamps lie in the recent past where Grafana looks.
 //
+// The server is also the control plane, on the fleet's simulated clock
+// (server.Options.Clock). Every agent pushes its health report to the server's
+// drain controller (agent.Options.ServerURL) when its verdict changes; the demo
+// waits for each push to arrive before simulated time moves on and re-sends
+// unchanged reports every 30 simulated seconds, the heartbeat a pusher on the
+// simulated clock would send. The controller decides under the demo's policy
+// (DefaultDrainPolicy: gpuwatch's default rules with windows short enough for ten
+// minutes) and acts through the log actuator, or through scontrol on a real
+// Slurm cluster started on the host (Options.Slurm, test/realslurm). A reboot the
+// actuator accepts reboots the simulated node: its agent stops, and after
+// rebootTime its GPUs are reset and a new agent starts on a new boot. The demo
+// prints the controller's decisions from its audit log and the actuator's calls
+// as they happen, and at the end the drains, resumes, budget and the latency
+// from each scripted fault to its drain.
+//
+// Fair share (DefaultFairShare: the simulated workload's accounts and users,
+// equal shares) reads the store every simulated minute. The workload generator
+// writes only a job's cgroup; the demo adds each process's status and environ
+// (owner, SLURM_JOB_ACCOUNT, SLURM_JOB_USER), as a Slurm node has them, so that
+// the agents attribute each GPU to an account. The standings are printed every
+// Options.FairShareEvery with the factors charging by allocation would give.
+//
 // The demo never looks inside the simulator to learn what happened: everything it
-// prints comes from the agents' snapshots and health reports, so what it shows is
-// what gpuwatch would see on real GPUs. Later pieces (placement, drain, fair share)
-// join the demo as they land.
+// prints comes from the agents' snapshots and health reports and from the
+// server, so what it shows is what gpuwatch would see on real GPUs. The fault
+// story is the demo's input: it is read only to say how long after each fault
+// its drain took effect.
 package demo

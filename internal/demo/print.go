@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -11,14 +12,17 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // printer writes the live summary. Times are shown as offsets from the fleet's
 // start, the same offsets the fault scenario uses.
 type printer struct {
-	w     io.Writer
-	start time.Time
+	w      io.Writer
+	start  time.Time
+	legend bool // the fair-share table's legend was printed
 }
 
 func newPrinter(w io.Writer, start time.Time) *printer { return &printer{w: w, start: start} }
@@ -28,7 +32,7 @@ func (p *printer) offset(t time.Time) string {
 	return fmt.Sprintf("+%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options, ds *demoServer) {
+func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options, ds *demoServer, act *actuator, pol *drain.Policy) {
 	nodes := f.Nodes()
 	leaves := map[string]bool{}
 	for _, n := range nodes {
@@ -72,7 +76,135 @@ func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options, ds *demo
 		ds.url, note, ds.dir)
 	fmt.Fprintf(p.w, "Grafana: add a Prometheus data source with URL %s (up while the demo runs); try %s/api/v1/query?query=%s\n",
 		ds.url, ds.url, queryXids)
+	how := `the log actuator, which prints what it would do ("would drain …"; --slurm drives a real local Slurm cluster instead)`
+	if act.slurm {
+		how = fmt.Sprintf("scontrol to a real Slurm cluster on this host (slurmctld and %d slurmd, %s for %s…, started in %.1f s)",
+			len(act.names), act.name(f.Nodes()[0].Name()), f.Nodes()[0].Name(), act.started.Seconds())
+	}
+	fmt.Fprintf(p.w, "the agents push their health to the server's drain controller (on change, and every %s of simulated time); it drains through %s\n", heartbeat, how)
+	fmt.Fprintf(p.w, "drain policy: %s\n", policyLine(pol, o.DrainPolicy == nil))
+	fmt.Fprintf(p.w, "fair share: the server charges each account what its GPUs measured (%s), read from the store every simulated minute; standings every %s\n",
+		fairShareLine(ds), o.FairShareEvery)
 	fmt.Fprintln(p.w)
+}
+
+// policyLine says what matters of the drain policy for the story.
+func policyLine(pol *drain.Policy, builtin bool) string {
+	h := pol.Hysteresis
+	s := fmt.Sprintf("act after %d reports or %s (fatal conditions at once); budget %s of the nodes per %s; probation %s without a drain-rule condition, then resume",
+		h.Observations, h.For, pol.Budget, pol.Budget.Window, pol.Probation.Duration)
+	if builtin {
+		d := drain.DefaultPolicy()
+		s = "gpuwatch's default rules; " + s + fmt.Sprintf(" (the demo's short windows: by default probation is %s and the budget %s)", d.Probation.Duration, d.Budget)
+	}
+	return s
+}
+
+// fairShareLine says how the fair-share tree is configured.
+func fairShareLine(ds *demoServer) string {
+	st, _ := ds.srv.FairShare()
+	if st == nil {
+		return "no standing yet"
+	}
+	accounts, shares := 0, map[string]bool{}
+	for _, r := range st.Associations {
+		if r.User == "" && r.Depth == 1 {
+			accounts++
+			shares[r.SharesRaw.String()] = true
+		}
+	}
+	eq := ""
+	if len(shares) == 1 {
+		eq = "equal shares, "
+	}
+	return fmt.Sprintf("%s, %s%d accounts, %d users", algorithmName(st.Algorithm), eq, accounts, st.Users)
+}
+
+func algorithmName(a fairshare.Algorithm) string {
+	if a == fairshare.Classic {
+		return "classic"
+	}
+	return "Fair Tree"
+}
+
+// control prints what the server's drain controller and its actuator did.
+func (p *printer) control(lines []ctlLine) {
+	for _, l := range lines {
+		fmt.Fprintf(p.w, "%s  %-20s %s\n", p.offset(l.at), l.node, l.text)
+	}
+}
+
+// standing prints the fair-share standing per account (and, at the end, per
+// user): allocated against measured GPU-hours, and the factors measured use
+// gives next to those allocation would.
+func (p *printer) standing(at time.Time, st *fairshare.Standing, alloc *fairshare.Factors, users bool) {
+	var root fairshare.StandingRow
+	for _, r := range st.Associations {
+		if r.Depth == 0 {
+			root = r
+		}
+	}
+	what := "per account"
+	if users {
+		what = "per account and user"
+	}
+	fmt.Fprintf(p.w, "%s  fair share %s (%s, charged by measured use; %.1f GPU-hours allocated so far):\n",
+		p.offset(at), what, algorithmName(st.Algorithm), root.UsageAllocated/3600)
+	if st.Fallback {
+		fmt.Fprintf(p.w, "        FALLBACK: %s\n", st.FallbackReason)
+	}
+	factor := "accounts: level fair share (share ÷ usage among siblings; above 1 is under-served)"
+	if users {
+		factor += "; users: Fair Tree factor (1 is first in line)"
+	}
+	if st.Algorithm == fairshare.Classic {
+		factor = "the classic factor 2^(-usage/share)"
+	}
+	if !p.legend || users {
+		p.legend = true
+		fmt.Fprintf(p.w, "        FACTOR is %s; BY ALLOCATION is the same charged per allocated GPU-second, as Slurm does\n", factor)
+	}
+	const row = "        %-8s %-6s %5s %11s %14s %10s %7s %14s\n"
+	fmt.Fprintf(p.w, row, "ACCOUNT", "USER", "SHARE", "ALLOC GPU-H", "MEASURED GPU-H", "MEAS/ALLOC", "FACTOR", "BY ALLOCATION")
+	for _, r := range st.Associations {
+		if r.Depth == 0 || (r.User != "" && !users) {
+			continue
+		}
+		busy := "-"
+		if r.UsageAllocated > 0 {
+			busy = fmt.Sprintf("%.0f%%", 100*r.UsageMeasured/r.UsageAllocated)
+		}
+		ar, _ := alloc.Get(fairshare.Assoc{Account: r.Account, User: r.User})
+		var got, want float64
+		switch {
+		case st.Algorithm == fairshare.Classic:
+			got, want = float64(r.ClassicFactor), ar.ClassicFactor
+		case r.User != "":
+			got, want = float64(r.FairTreeFactor), ar.FairTreeFactor
+		default:
+			got, want = float64(r.LevelFS), ar.LevelFS
+		}
+		acct := r.Account
+		if r.User != "" {
+			acct = ""
+		}
+		fmt.Fprintf(p.w, row, acct, r.User, fmt.Sprintf("%.0f%%", 100*r.SharesNormalized),
+			fmt.Sprintf("%.2f", r.UsageAllocated/3600), fmt.Sprintf("%.2f", r.UsageMeasured/3600), busy,
+			factorString(got), factorString(want))
+	}
+	for _, u := range st.Unattributed {
+		fmt.Fprintf(p.w, "        unattributed (not in the fair-share tree): %s/%s %.2f GPU-hours\n", u.Account, u.User, u.Allocated/3600)
+	}
+}
+
+func factorString(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "-"
+	case math.IsInf(f, 1):
+		return "inf"
+	}
+	return fmt.Sprintf("%.2f", f)
 }
 
 // first prints the agents as they came up: what they found and where they serve.
@@ -160,10 +292,11 @@ func (p *printer) summary(at time.Time, nodes []NodeView) {
 		t.linksUp, t.links, t.portsUp, t.ports, t.xids, t.conditions, strings.Join(states, ", "))
 }
 
-// table prints one row per node: its health and its numbers.
-func (p *printer) table(nodes []NodeView) {
+// table prints one row per node: its health as its agent and as the server's
+// drain controller see it, and its numbers.
+func (p *printer) table(nodes []NodeView, ctl map[string]drain.NodeStatus) {
 	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tACTION\tALLOC\tUTIL\tPOWER\tMAX TEMP\tNVLINK UP\tIB UP\tXIDS\tCONDITIONS")
+	fmt.Fprintln(tw, "NODE\tSTATE\tSERVER\tACTION\tALLOC\tUTIL\tPOWER\tMAX TEMP\tNVLINK UP\tIB UP\tXIDS\tCONDITIONS")
 	for _, n := range nodes {
 		var alloc, ok int
 		var util, power, maxT float64
@@ -194,8 +327,8 @@ func (p *printer) table(nodes []NodeView) {
 		if act == "" {
 			act = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f%%\t%.1f kW\t%.0f C\t%d/%d\t%d/%d\t%d\t%s\n",
-			n.Name, n.Report.State, act, alloc, util, power/1000, maxT, up, links, portsUp, len(n.Ports), n.Xids,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.0f%%\t%.1f kW\t%.0f C\t%d/%d\t%d/%d\t%d\t%s\n",
+			n.Name, n.Report.State, serverState(ctl[n.Name]), act, alloc, util, power/1000, maxT, up, links, portsUp, len(n.Ports), n.Xids,
 			conditionList(n))
 	}
 	tw.Flush()
@@ -242,8 +375,12 @@ const metricsExcerpt = 24
 func (p *printer) final(res *Result, o Options) {
 	all := o.ShowMetrics != ""
 	fmt.Fprintln(p.w)
-	fmt.Fprintf(p.w, "after %s of simulated time, as the agents report it:\n", res.Simulated.Round(time.Second))
-	p.table(res.Nodes)
+	fmt.Fprintf(p.w, "after %s of simulated time, as the agents report it (SERVER: the drain controller's state of the node):\n", res.Simulated.Round(time.Second))
+	ctl := map[string]drain.NodeStatus{}
+	for _, n := range res.Drain.Nodes {
+		ctl[n.Node] = n
+	}
+	p.table(res.Nodes, ctl)
 	fmt.Fprintln(p.w)
 
 	byXid := map[int]int{}
@@ -304,6 +441,14 @@ func (p *printer) final(res *Result, o Options) {
 			res.HealthCycles, res.FullCycles, res.AgentCPU.Seconds(), float64(res.AgentCPU.Microseconds())/1000/float64(n))
 	}
 	p.store(res, o)
+	p.drainSummary(res.Drain)
+	fmt.Fprintln(p.w)
+	if fs := res.FairShare; fs.Standing != nil {
+		p.standing(p.start.Add(res.Simulated), fs.Standing, fs.ByAllocation, true)
+		if fs.Err != nil {
+			fmt.Fprintf(p.w, "the fair-share feeder's last read failed: %v\n", fs.Err)
+		}
+	}
 
 	lines := strings.Split(strings.TrimRight(res.Metrics, "\n"), "\n")
 	url := ""
@@ -362,10 +507,13 @@ func (p *printer) store(res *Result, o Options) {
 			why = " GPUs"
 		case queryXids:
 			why = fmt.Sprintf(" (the agents counted %d)", totals(res.Nodes).xids)
-		default:
-			if n := len(res.Nodes); n > 0 {
-				why = fmt.Sprintf(" (%d nodes × %d cycles)", n, cycles/n)
+			if p.rebootedLately(res) {
+				why = fmt.Sprintf(" (the agents counted %d on their current boots; the counters from before a reboot of the last 5m still count)", totals(res.Nodes).xids)
 			}
+		case queryAttributed:
+			why = " GPUs attributed to a job and its account"
+		default:
+			why = fmt.Sprintf(" (the agents ran %d cycles; a steady value is shipped once per %s)", cycles, time.Duration(o.FullEvery)*o.Tick)
 		}
 		v := fmt.Sprintf("%g", a.Value)
 		if math.IsNaN(a.Value) {
@@ -381,4 +529,106 @@ func (p *printer) store(res *Result, o Options) {
 	case o.Duration > 0:
 		fmt.Fprintf(p.w, "the server stops with the demo: `--keep-serving` keeps it up for Grafana\n")
 	}
+}
+
+// serverState is the drain controller's state of a node, with what it waits for.
+func serverState(n drain.NodeStatus) string {
+	if n.Node == "" {
+		return "-"
+	}
+	s := n.State.String()
+	switch {
+	case n.WaitingBudget:
+		s += " (budget)"
+	case n.Held != "":
+		s += " (not ours)"
+	case n.Mode != "" && !n.Schedulable:
+		s += " (" + string(n.Mode) + ")"
+	}
+	return s
+}
+
+// drainSummary prints what the drain controller did over the run.
+func (p *printer) drainSummary(d DrainResult) {
+	var drained, refused []string
+	seen := map[string]bool{}
+	for _, r := range d.Audit {
+		if r.Event == "decision" && r.Outcome == drain.OutcomeSkippedBudget && !seen[r.Node] {
+			seen[r.Node] = true
+			refused = append(refused, r.Node)
+		}
+	}
+	for _, l := range d.Drains {
+		drained = append(drained, l.Node+" "+l.Action)
+	}
+	var resumed []string
+	for _, r := range d.Audit {
+		if r.Event == "actuation" && r.Action == "resume" && r.Outcome == drain.OutcomeAccepted {
+			resumed = append(resumed, r.Node)
+		}
+	}
+	list := func(xs []string) string {
+		if len(xs) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(xs, ", ") + ")"
+	}
+	how := "log actuator: what it would have done"
+	if d.Actuator == "slurm" {
+		how = "through the local Slurm cluster"
+	}
+	fmt.Fprintf(p.w, "the drain controller (%s) drained %s%s and resumed %d%s; %s refused for budget%s\n",
+		how, plural(len(d.Drains), "node"), list(drained), len(resumed), list(resumed), plural(len(refused), "drain"), list(refused))
+	b := d.Budget
+	state := "closed"
+	if b.Tripped {
+		state = "TRIPPED: automation drains nothing more until a person resets it (POST /api/gpuwatch/v1/budget/reset)"
+	}
+	fmt.Fprintf(p.w, "drain budget: %d of %d nodes used in the %s window (%s of %d known nodes); circuit breaker %s\n",
+		b.Used, b.Limit, b.Window, b.Max, b.Known, state)
+	held := slices.Sorted(maps.Keys(d.Held))
+	var hs []string
+	for _, n := range held {
+		// The reason's cause: "gpuwatch: ecc-dbe gpu=GPU-… action=…" → "gpuwatch: ecc-dbe".
+		f := strings.Fields(d.Held[n])
+		hs = append(hs, fmt.Sprintf("%s (%s)", n, strings.Join(f[:min(len(f), 2)], " ")))
+	}
+	who := "the log actuator holds"
+	if d.Actuator == "slurm" {
+		who = "Slurm holds (scontrol show node)"
+	}
+	if len(hs) == 0 {
+		hs = []string{"none"}
+	}
+	fmt.Fprintf(p.w, "%s out of service at the end: %s\n", who, strings.Join(hs, ", "))
+	if len(d.Drains) > 0 {
+		var ls []time.Duration
+		var each []string
+		for _, l := range d.Drains {
+			ls = append(ls, l.Latency())
+			each = append(each, fmt.Sprintf("%s %s", l.Node, l.Latency()))
+		}
+		fmt.Fprintf(p.w, "fault to drain in simulated time (the scripted fault to the actuator accepting): p50 %s, max %s over %s: %s\n",
+			percentile(ls, 50), percentile(ls, 100), plural(len(ls), "drain"), strings.Join(each, ", "))
+	}
+}
+
+// plural is "1 node", "2 nodes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// rebootedLately reports whether a node rebooted within PromQL's lookback (5m)
+// of the end, so that its old boot's counters are still in an instant query.
+func (p *printer) rebootedLately(res *Result) bool {
+	end := p.start.Add(res.Simulated)
+	for _, r := range res.Drain.Reboots {
+		if r.Down.After(end.Add(-5 * time.Minute)) {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
 
@@ -41,12 +43,30 @@ type demoServer struct {
 	dir    string
 	note   string // why the address is not the one asked for, or ""
 	client *http.Client
+	push   *pushRecorder
+
+	cancel context.CancelFunc // of the control loops (drain worker, fair-share feeder)
+	done   chan struct{}
+}
+
+// control is what the demo's server runs besides the store: the drain controller
+// and fair share, on the simulated clock.
+type control struct {
+	now       func() time.Time
+	policy    *drain.Policy
+	act       *actuator
+	workloads func(node string, gpus []string) []string
+	fairShare *fairshare.Config
+	// fairShareEvery is the feeder's interval on the wall clock: a minute of
+	// simulated time at the run's speed.
+	fairShareEvery time.Duration
 }
 
 // startServer opens a fresh store in dir/store (a previous run's data there is
-// removed: each run is a fresh fleet whose times would overlap it) and serves it
-// on loopback.
-func startServer(o Options, dir string) (*demoServer, error) {
+// removed: each run is a fresh fleet whose times would overlap it), with the drain
+// controller and fair share keeping their state beside it, and serves it on
+// loopback. The control loops start with run.
+func startServer(o Options, dir string, c control) (*demoServer, error) {
 	sdir := filepath.Join(dir, storeDirName)
 	if err := os.RemoveAll(sdir); err != nil {
 		return nil, fmt.Errorf("cannot clear the store's directory %s: %w", sdir, err)
@@ -55,7 +75,12 @@ func startServer(o Options, dir string) (*demoServer, error) {
 	// Simulated time at more than 1x outruns the wall clock; the demo's store takes
 	// the agents' clock as it is.
 	lim.MaxFutureSkew = 0
-	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version})
+	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now,
+		FairShare: c.fairShare, FairShareInterval: c.fairShareEvery,
+		Drain: &server.DrainOptions{Policy: c.policy, Actuator: c.act, ActuatorName: c.act.kind(), Workloads: c.workloads,
+			// The worker looks for due actions (probation ends, retries) often
+			// enough for simulated time at any speed.
+			PollInterval: 5 * time.Millisecond, CallTimeout: 30 * time.Second}})
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the demo's gpuwatch server: %w", err)
 	}
@@ -72,18 +97,39 @@ func startServer(o Options, dir string) (*demoServer, error) {
 		_ = srv.Close(context.Background())
 		return nil, fmt.Errorf("--server-listen %q: cannot serve the demo's gpuwatch server: %w", addr, err)
 	}
-	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note,
-		http:   &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
+	push := newPushRecorder(srv.Handler(), c.now)
+	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note, push: push,
+		http:   &http.Server{Handler: push, ReadHeaderTimeout: 10 * time.Second},
 		client: &http.Client{Timeout: 10 * time.Second}}
 	go ds.http.Serve(ln)
 	return ds, nil
 }
 
+// run starts the server's control loops: the drain controller's worker, which
+// actuates what the controller decided, and the fair-share feeder, which reads
+// the store into the ledger every interval (and once at once).
+func (ds *demoServer) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	ds.cancel, ds.done = cancel, make(chan struct{})
+	go func() { defer close(ds.done); ds.srv.Run(ctx) }()
+}
+
+// halt stops the control loops and waits for them.
+func (ds *demoServer) halt() {
+	if ds.cancel != nil {
+		ds.cancel()
+		<-ds.done
+		ds.cancel = nil
+	}
+}
+
 // writeURL is the remote-write endpoint the agents ship to.
 func (ds *demoServer) writeURL() string { return ds.url + ingest.WritePath }
 
-// stop closes the HTTP server and then the store (flushing its head to the WAL).
+// stop ends the control loops, closes the HTTP server and then the store
+// (flushing its head to the WAL) and the drain controller.
 func (ds *demoServer) stop() {
+	ds.halt()
 	_ = ds.http.Close()
 	_ = ds.srv.Close(context.Background())
 }
@@ -126,6 +172,9 @@ func (r StoreResult) Answer(expr string) float64 {
 const (
 	queryGPUs = "count(DCGM_FI_DEV_GPU_TEMP)"
 	queryXids = "sum(gpuwatch_xid_errors_total)"
+	// queryAttributed counts the GPUs the agents attributed to a job of an
+	// account: what fair share charges.
+	queryAttributed = `count(gpuwatch_gpu_allocation_info{account!=""})`
 )
 
 // queryHealthSamples counts the samples of the nodes' health state over the run:
@@ -137,8 +186,8 @@ func queryHealthSamples(simulated time.Duration) string {
 // summary reads back what the store holds at simulated time at: the server's own
 // counters over HTTP and PromQL answers through the server's Querier.
 func (ds *demoServer) summary(ctx context.Context, at time.Time, simulated time.Duration, fa *fleetAgents) (StoreResult, error) {
-	r := StoreResult{URL: ds.url, Dir: ds.dir}
-	for _, na := range fa.nodes {
+	r := StoreResult{URL: ds.url, Dir: ds.dir, Sent: fa.retiredSent, Dropped: fa.retiredDropped}
+	for _, na := range fa.up() {
 		if sh := na.a.Shipper; sh != nil {
 			st := sh.Stats()
 			r.Sent += int(st.SamplesSent)
@@ -155,7 +204,7 @@ func (ds *demoServer) summary(ctx context.Context, at time.Time, simulated time.
 	r.Accepted = int(m["gpuwatch_ingest_samples_accepted_total"])
 	r.Rejected = int(m["gpuwatch_ingest_samples_rejected_total"])
 	q := ds.srv.Querier()
-	for _, expr := range []string{queryGPUs, queryXids, queryHealthSamples(simulated)} {
+	for _, expr := range []string{queryGPUs, queryXids, queryAttributed, queryHealthSamples(simulated)} {
 		v, err := q.Instant(ctx, expr, at)
 		if err != nil {
 			return r, fmt.Errorf("the demo's store cannot answer %s: %w", expr, err)

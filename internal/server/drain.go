@@ -29,7 +29,7 @@ type DrainOptions struct {
 	Workloads func(node string, gpus []string) []string
 	// PollInterval, VerifyInterval and CallTimeout: see drain.Options.
 	PollInterval, VerifyInterval, CallTimeout time.Duration
-	// Clock; nil is time.Now.
+	// Clock; nil is Options.Clock (itself time.Now when nil).
 	Clock func() time.Time
 }
 
@@ -48,7 +48,11 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("drain state directory: %w", err)
 	}
-	c, err := drain.New(drain.Options{Dir: dir, Policy: d.Policy, Actuator: d.Actuator, Clock: d.Clock,
+	clock := d.Clock
+	if clock == nil {
+		clock = s.opts.Clock
+	}
+	c, err := drain.New(drain.Options{Dir: dir, Policy: d.Policy, Actuator: d.Actuator, Clock: clock,
 		Logger: s.opts.Logger.With("component", "drain"), Workloads: d.Workloads,
 		PollInterval: d.PollInterval, VerifyInterval: d.VerifyInterval, CallTimeout: d.CallTimeout})
 	if err != nil {
