@@ -124,7 +124,7 @@ func New(opts Options) (*Service, error) {
 		return nil, fmt.Errorf("placement service: %w", err)
 	}
 	s := &Service{opts: opts, engine: e, metrics: newMetrics()}
-	s.extender, err = extender.New(extender.Options{Evaluate: e.Evaluate, Fresh: s.Fresh,
+	s.extender, err = extender.New(extender.Options{Evaluate: e.Evaluate, EvaluateAppend: e.EvaluateAppend, Fresh: s.Fresh,
 		Logger: opts.Logger.With("component", "extender")})
 	if err != nil {
 		return nil, fmt.Errorf("placement service: %w", err)
