@@ -8,8 +8,11 @@
 // A test that needs a cluster of its own calls Start; a package whose tests share
 // one keeps a Shared (started on first use, closed by TestMain after m.Run), since
 // starting takes a few seconds. Env gives the SLURM_CONF that points scontrol,
-// sinfo, squeue and sbatch at the cluster. StopController and StartController take
-// slurmctld down and up again on the same StateSaveLocation, for fault tests.
+// sinfo, squeue and sbatch at the cluster. Options.TopologyConf writes a
+// topology.conf and sets TopologyPlugin=topology/tree (22.05 has no topology/block);
+// Options.FutureNodes defines extra State=FUTURE nodes a topology.conf may name.
+// StopController and StartController take slurmctld down and up again on the same
+// StateSaveLocation, for fault tests.
 //
 // What is real and what is not: slurmctld, slurmd, slurmstepd, munged and the
 // client commands are the real programs, and jobs really run (as root) on this

@@ -59,6 +59,21 @@ type Options struct {
 	// StartTimeout bounds the wait for the controller to answer and every node to
 	// be idle (default 60 s).
 	StartTimeout time.Duration
+	// TopologyConf, when set, is written as topology.conf next to slurm.conf, and
+	// slurm.conf names TopologyPlugin (default "topology/tree" then). The nodes it
+	// names should be the cluster's (gpu01…): Slurm 22.05 refuses to start on a
+	// switch whose Nodes= names a node slurm.conf lacks.
+	TopologyConf string
+	// TopologyPlugin is slurm.conf's TopologyPlugin: "" (Slurm's default,
+	// topology/none, unless TopologyConf is set), "topology/none" or
+	// "topology/tree". Slurm 22.05 has no topology/block (added in 23.11), so it is
+	// refused here rather than left to a slurmctld that cannot load it.
+	TopologyPlugin string
+	// FutureNodes is a Slurm host list of nodes slurm.conf also defines, with
+	// State=FUTURE: known to slurmctld by name (so a topology.conf may name them)
+	// but never started, never in sinfo, never given a job. Empty for none; it must
+	// not name gpu01… .
+	FutureNodes string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -88,6 +103,22 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
+	}
+	if o.TopologyPlugin == "" && o.TopologyConf != "" {
+		o.TopologyPlugin = "topology/tree"
+	}
+	switch o.TopologyPlugin {
+	case "", "topology/none", "topology/tree":
+	case "topology/block":
+		return o, fmt.Errorf("realslurm: Options.TopologyPlugin %q: Slurm 22.05, which these tests run, has no topology/block (added in Slurm 23.11)", o.TopologyPlugin)
+	default:
+		return o, fmt.Errorf("realslurm: Options.TopologyPlugin %q: want topology/none or topology/tree", o.TopologyPlugin)
+	}
+	if strings.ContainsAny(o.FutureNodes, " \t\n:=()\"'#$`\\") {
+		return o, fmt.Errorf("realslurm: Options.FutureNodes %q: want a Slurm host list such as node[1-8],login1", o.FutureNodes)
+	}
+	if o.TopologyConf != "" && o.TopologyPlugin != "topology/tree" {
+		return o, fmt.Errorf("realslurm: Options.TopologyConf is set but TopologyPlugin is %q: want topology/tree", o.TopologyPlugin)
 	}
 	switch {
 	case o.Nodes < 1 || o.Nodes > 99:
@@ -370,6 +401,11 @@ func (c *Cluster) writeConfig() error {
 			return fmt.Errorf("realslurm: %w", err)
 		}
 	}
+	if c.opts.TopologyConf != "" {
+		if err := os.WriteFile(filepath.Join(c.dir, "topology.conf"), []byte(c.opts.TopologyConf), 0o644); err != nil {
+			return fmt.Errorf("realslurm: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -485,7 +521,8 @@ func (c *Cluster) Env() []string { return []string{"SLURM_CONF=" + c.conf} }
 // Conf is the path of the cluster's slurm.conf.
 func (c *Cluster) Conf() string { return c.conf }
 
-// Dir is the cluster's directory: slurm.conf, gres.conf, reboot.sh, state/,
+// Dir is the cluster's directory: slurm.conf, gres.conf, topology.conf (with
+// Options.TopologyConf), reboot.sh, state/,
 // spool/, log/, run/ (PID files), jobs/ (job output), munge/.
 func (c *Cluster) Dir() string { return c.dir }
 
