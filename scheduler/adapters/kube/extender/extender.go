@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -50,6 +49,13 @@ const (
 // maxArgs bounds an ExtenderArgs body (Node objects of a large cluster are big).
 const maxArgs = 64 << 20
 
+// maxPooledBytes bounds the body and answer buffers kept for reuse, so one
+// Node-object request does not pin megabytes.
+const maxPooledBytes = 4 << 20
+
+// maxPooledNames bounds the node-name buffers kept for reuse.
+const maxPooledNames = 1 << 16
+
 // Options configure a Handler.
 type Options struct {
 	// Evaluate judges nodes for a one-node request (placement.Engine.Evaluate).
@@ -73,6 +79,8 @@ type Options struct {
 type Handler struct {
 	opts     Options
 	buffers  sync.Pool // *[]placement.NodeScore for EvaluateAppend
+	bytes    sync.Pool // *[]byte: request bodies, then answers
+	names    sync.Pool // *[]string: decoded node names
 	requests *prometheus.CounterVec
 	failOpen *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -89,7 +97,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{opts: opts,
+	h := &Handler{opts: opts,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuwatch_extender_requests_total",
 			Help: "Number of kube-scheduler extender calls, by verb (filter, prioritize) and result: ok, not_gpu (the pod asks no GPU), fail_open, bad_request."},
 			[]string{"verb", "result"}),
@@ -99,7 +107,10 @@ func New(opts Options) (*Handler, error) {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gpuwatch_extender_duration_seconds",
 			Help:    "Time to answer a kube-scheduler extender call, by verb.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}, []string{"verb"}),
-	}, nil
+	}
+	h.bytes.New = func() any { return new([]byte) }
+	h.names.New = func() any { return new([]string) }
+	return h, nil
 }
 
 // Collector returns the extender's metrics.
@@ -228,20 +239,41 @@ func nodeNames(args *extenderv1.ExtenderArgs) []string {
 
 // verdict is the evaluation of one call, or why it fails open.
 type verdict struct {
-	names  []string
-	scores map[string]placement.NodeScore // nil: every node passes with score 0
-	result string                         // ok, not_gpu, fail_open
+	names []string
+	// scores are the engine's judgements in the order of names; nil: every
+	// node passes with score 0.
+	scores  []placement.NodeScore
+	release func() // gives scores back once the answer is written
+	result  string // ok, not_gpu, fail_open
+	// abandoned: an evaluation that outran its timeout may still read names.
+	abandoned bool
+}
+
+// passes reports whether names[i] passes the filter: feasible, or not judged
+// (a node the snapshot does not know passes unjudged).
+func (v *verdict) passes(i int) bool {
+	if v.scores == nil {
+		return true
+	}
+	s := &v.scores[i]
+	return s.Feasible || s.Plugin == "snapshot"
+}
+
+// priority is names[i]'s score, 0..MaxExtenderPriority; infeasible and
+// unjudged nodes score 0.
+func (v *verdict) priority(i int) int64 {
+	if v.scores == nil || !v.scores[i].Feasible {
+		return 0
+	}
+	return Scale(v.scores[i].Score)
 }
 
 func (h *Handler) judge(ctx context.Context, verb string, args *extenderv1.ExtenderArgs) verdict {
-	v := verdict{names: nodeNames(args), result: "fail_open"}
-	podName := "?"
-	if args.Pod != nil {
-		podName = args.Pod.Namespace + "/" + args.Pod.Name
-	}
+	v := verdict{names: nodeNames(args), result: "fail_open", release: func() {}}
 	open := func(reason string, err error) verdict {
 		h.failOpen.WithLabelValues(verb, reason).Inc()
-		h.opts.Logger.Warn("extender fails open: every node passes with score 0", "verb", verb, "pod", podName, "reason", reason, "err", err)
+		h.opts.Logger.Warn("extender fails open: every node passes with score 0", "verb", verb, "pod", podName(args.Pod), "reason", reason, "err", err)
+		v.scores = nil
 		return v
 	}
 	if args.Pod == nil {
@@ -263,28 +295,39 @@ func (h *Handler) judge(ctx context.Context, verb string, args *extenderv1.Exten
 	ctx, cancel := context.WithTimeout(ctx, h.opts.Timeout)
 	defer cancel()
 	scores, release, err := h.evaluate(ctx, req, v.names)
-	defer release() // the scores are copied into v.scores below
 	if err != nil {
+		v.abandoned = ctx.Err() != nil
+		release()
 		return open(ReasonEvaluate, err)
 	}
 	if len(scores) != len(v.names) {
+		release()
 		return open(ReasonEvaluate, fmt.Errorf("evaluate answered %d nodes for %d asked", len(scores), len(v.names)))
 	}
-	v.scores = make(map[string]placement.NodeScore, len(scores))
 	unknown := 0
-	for _, s := range scores {
-		if !s.Feasible && s.Plugin == "snapshot" {
-			unknown++
-			continue // gpuwatch cannot judge a node it does not know: it passes
+	for i := range scores {
+		s := &scores[i]
+		if s.Node != v.names[i] {
+			release()
+			return open(ReasonEvaluate, fmt.Errorf("evaluate answered node %q at position %d, where %q was asked", s.Node, i, v.names[i]))
 		}
-		v.scores[s.Node] = s
+		if !s.Feasible && s.Plugin == "snapshot" {
+			unknown++ // gpuwatch cannot judge a node it does not know: it passes
+		}
 	}
 	if unknown > 0 {
 		h.failOpen.WithLabelValues(verb, ReasonUnknownNode).Inc()
-		h.opts.Logger.Debug("nodes not in the placement snapshot pass unjudged", "verb", verb, "pod", podName, "nodes", unknown)
+		h.opts.Logger.Debug("nodes not in the placement snapshot pass unjudged", "verb", verb, "pod", podName(args.Pod), "nodes", unknown)
 	}
-	v.result = "ok"
+	v.scores, v.release, v.result = scores, release, "ok"
 	return v
+}
+
+func podName(pod *v1.Pod) string {
+	if pod == nil {
+		return "?"
+	}
+	return pod.Namespace + "/" + pod.Name
 }
 
 // evaluate calls Evaluate on its own goroutine and waits at most until ctx is
@@ -345,24 +388,32 @@ func (h *Handler) evaluate(ctx context.Context, req framework.Request, names []s
 // resolve; anything else in FailedAndUnresolvableNodes).
 func (h *Handler) Filter(ctx context.Context, args *extenderv1.ExtenderArgs) (*extenderv1.ExtenderFilterResult, string) {
 	v := h.judge(ctx, "filter", args)
+	defer v.release()
+	return filterResult(&v, args), v.result
+}
+
+func filterResult(v *verdict, args *extenderv1.ExtenderArgs) *extenderv1.ExtenderFilterResult {
 	res := &extenderv1.ExtenderFilterResult{FailedNodes: extenderv1.FailedNodesMap{}, FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{}}
 	pass := make([]string, 0, len(v.names))
-	passSet := make(map[string]bool, len(v.names))
-	for _, name := range v.names {
-		s, judged := v.scores[name]
-		if v.scores == nil || !judged || s.Feasible {
+	passSet := make(map[string]bool)
+	namesForm := args.NodeNames != nil || args.Nodes == nil
+	for i, name := range v.names {
+		if v.passes(i) {
 			pass = append(pass, name)
-			passSet[name] = true
+			if !namesForm {
+				passSet[name] = true
+			}
 			continue
 		}
-		msg := "gpuwatch " + s.Plugin + ": " + s.Reason
+		s := &v.scores[i]
+		msg := failureMessage(s.Plugin, s.Reason)
 		if s.Plugin == "capacity" {
 			res.FailedNodes[name] = msg
 		} else {
 			res.FailedAndUnresolvableNodes[name] = msg
 		}
 	}
-	if args.NodeNames != nil || args.Nodes == nil {
+	if namesForm {
 		res.NodeNames = &pass
 	} else {
 		nl := &v1.NodeList{}
@@ -373,22 +424,23 @@ func (h *Handler) Filter(ctx context.Context, args *extenderv1.ExtenderArgs) (*e
 		}
 		res.Nodes = nl
 	}
-	return res, v.result
+	return res
 }
 
 // Prioritize answers the prioritize verb: each node's score in [0,1] scaled to
 // 0..MaxExtenderPriority; infeasible and unjudged nodes score 0.
 func (h *Handler) Prioritize(ctx context.Context, args *extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, string) {
 	v := h.judge(ctx, "prioritize", args)
+	defer v.release()
+	return priorities(&v), v.result
+}
+
+func priorities(v *verdict) extenderv1.HostPriorityList {
 	out := make(extenderv1.HostPriorityList, 0, len(v.names))
-	for _, name := range v.names {
-		var score int64
-		if s, ok := v.scores[name]; ok && s.Feasible {
-			score = Scale(s.Score)
-		}
-		out = append(out, extenderv1.HostPriority{Host: name, Score: score})
+	for i, name := range v.names {
+		out = append(out, extenderv1.HostPriority{Host: name, Score: v.priority(i)})
 	}
-	return out, v.result
+	return out
 }
 
 // Scale maps a score in [0,1] to 0..MaxExtenderPriority, rounding to nearest;
@@ -405,26 +457,65 @@ func Scale(score float64) int64 {
 
 // FilterHandler serves POST filter.
 func (h *Handler) FilterHandler() http.Handler {
-	return h.serve("filter", func(ctx context.Context, args *extenderv1.ExtenderArgs) (any, string) {
-		return h.Filter(ctx, args)
+	return h.serve("filter", func(dst []byte, v *verdict, args *extenderv1.ExtenderArgs) []byte {
+		if args.NodeNames != nil || args.Nodes == nil {
+			return appendFilterResult(dst, v)
+		}
+		return appendJSON(dst, filterResult(v, args)) // Node objects: rare and large
 	})
 }
 
 // PrioritizeHandler serves POST prioritize.
 func (h *Handler) PrioritizeHandler() http.Handler {
-	return h.serve("prioritize", func(ctx context.Context, args *extenderv1.ExtenderArgs) (any, string) {
-		return h.Prioritize(ctx, args)
+	return h.serve("prioritize", func(dst []byte, v *verdict, _ *extenderv1.ExtenderArgs) []byte {
+		return appendPriorities(dst, v)
 	})
 }
 
-func (h *Handler) serve(verb string, answer func(context.Context, *extenderv1.ExtenderArgs) (any, string)) http.Handler {
+// appendJSON appends x as encoding/json's Encoder writes it.
+func appendJSON(dst []byte, x any) []byte {
+	b, err := json.Marshal(x)
+	if err != nil { // the extender's own types always marshal
+		panic(fmt.Sprintf("extender: marshal %T: %v", x, err))
+	}
+	dst = append(dst, b...)
+	return append(dst, '\n')
+}
+
+// serve reads ExtenderArgs (the plain nodeCacheCapable form without
+// encoding/json's reflection, anything else through it), judges them and writes
+// the answer that encode appends, from pooled buffers.
+func (h *Handler) serve(verb string, encode func(dst []byte, v *verdict, args *extenderv1.ExtenderArgs) []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		defer func() { h.duration.WithLabelValues(verb).Observe(time.Since(start).Seconds()) }()
+		buf := h.bytes.Get().(*[]byte)
+		defer func() {
+			if cap(*buf) <= maxPooledBytes {
+				h.bytes.Put(buf)
+			}
+		}()
 		var args extenderv1.ExtenderArgs
-		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxArgs))
+		data, err := readAll((*buf)[:0], http.MaxBytesReader(w, r.Body, maxArgs))
+		*buf = data[:0]
+		names := h.names.Get().(*[]string)
+		namesInUse := false // by an evaluation that ignores its context
+		defer func() {
+			if !namesInUse && cap(*names) <= maxPooledNames {
+				clear(*names) // drop the references to the body
+				*names = (*names)[:0]
+				h.names.Put(names)
+			}
+		}()
+		fast := false
 		if err == nil {
-			err = json.Unmarshal(data, &args)
+			if args, fast = decodeArgsFast(data, *names); !fast {
+				args = extenderv1.ExtenderArgs{}
+				err = json.Unmarshal(data, &args)
+			}
+		}
+		if fast && args.NodeNames != nil {
+			*names = *args.NodeNames // the pooled buffer, perhaps grown
 		}
 		if err != nil {
 			h.requests.WithLabelValues(verb, "bad_request").Inc()
@@ -438,9 +529,13 @@ func (h *Handler) serve(verb string, answer func(context.Context, *extenderv1.Ex
 			}
 			return
 		}
-		out, result := answer(r.Context(), &args)
-		h.requests.WithLabelValues(verb, result).Inc()
+		v := h.judge(r.Context(), verb, &args)
+		namesInUse = v.abandoned
+		out := encode(data[:0], &v, &args)
+		v.release()
+		*buf = out[:0]
+		h.requests.WithLabelValues(verb, v.result).Inc()
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
+		_, _ = w.Write(out)
 	})
 }
