@@ -24,6 +24,14 @@ type WorkloadOptions struct {
 	// DurationScale multiplies job durations (1): training runs 2–8 h, inference
 	// 30 min–4 h, idle holds 1–6 h.
 	DurationScale float64
+	// Place, when set, chooses where each new job goes instead of the
+	// generator's own choice (see JobSpec and workload_place.go): a scheduler
+	// such as gpuwatch's placement engine plays the scheduler's part.
+	Place func(spec JobSpec) ([]JobPlacement, error)
+	// Refused, when set with Place, is told about a job whose placement the
+	// generator could not start (a GPU busy, lost, hung or stalled; a node not
+	// in the fleet), so that whoever placed it can undo what it holds.
+	Refused func(spec JobSpec, err error)
 }
 
 // WorkloadGenerator plays a batch scheduler over a fleet: at every Step it ends
@@ -110,6 +118,14 @@ func (w *WorkloadGenerator) Step() error {
 	target := int(w.opts.Occupancy * float64(total))
 	for attempt := 0; busy < target && attempt < 4*len(nodes)+16; attempt++ {
 		kind := w.pickKind()
+		if w.opts.Place != nil {
+			n, err := w.placeByHook(kind, nodes, free)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			busy += n
+			continue
+		}
 		var placed []placement
 		switch kind {
 		case JobTraining:

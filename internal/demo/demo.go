@@ -161,6 +161,9 @@ type Result struct {
 	Drain DrainResult
 	// FairShare is the server's fair-share standing at the end.
 	FairShare FairShareResult
+	// Placement is what the server's placement engine decided for every job
+	// the simulated workload started.
+	Placement PlacementResult
 	// Cycles counts the agents' collection cycles: health-only and full.
 	HealthCycles, FullCycles int
 	// AgentCPU is the CPU time the process used while the agents ran their
@@ -168,6 +171,7 @@ type Result struct {
 	AgentCPU time.Duration
 
 	acct accounting
+	ran  []ranJob // every job part the fleet started
 }
 
 // Run builds the fleet and one gpuwatch agent per node, plays the story, drives
@@ -217,14 +221,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := fleet.Schedule(sc); err != nil {
 		return nil, fmt.Errorf("cannot schedule the faults from %s: %w", o.FaultsName, err)
 	}
-	gen := simhw.NewWorkloadGenerator(fleet, simhw.WorkloadOptions{Seed: o.Seed})
 	jobs := newJobDetails()
-	if err := gen.Step(); err != nil {
-		return nil, fmt.Errorf("cannot start the simulated workload: %w", err)
-	}
-	if err := jobs.write(fleet); err != nil {
-		return nil, err
-	}
 	if err := fleet.Advance(0); err != nil {
 		return nil, fmt.Errorf("cannot materialize the simulated fleet: %w", err)
 	}
@@ -261,6 +258,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer agents.stop()
 	ds.run()
+	// The workload goes through the server's placement engine: each job the
+	// generator draws is reserved by the engine on a snapshot of what the agents
+	// reported, and started where the engine put it.
+	pl := newPlacer(ctx, ds, fleet)
+	pl.agents = agents
+	gen := simhw.NewWorkloadGenerator(fleet, simhw.WorkloadOptions{Seed: o.Seed, DurationScale: jobDurationScale,
+		Place: pl.place, Refused: pl.refused})
 	cp := newControlPrinter(ds, act, pol, sc, fleet.Start())
 
 	res := &Result{}
@@ -304,6 +308,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := sync(); err != nil {
 		return res, err
 	}
+	// The agents have seen the idle fleet: the workload starts.
+	if err := gen.Step(); err != nil {
+		return res, fmt.Errorf("cannot start the simulated workload: %w", err)
+	}
+	if err := jobs.write(fleet); err != nil {
+		return res, err
+	}
+	p.control(pl.take())
 
 	nextSummary, nextStanding := time.Duration(0), o.FairShareEvery
 	wallStart := time.Now()
@@ -345,6 +357,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := jobs.write(fleet); err != nil {
 			return res, err
 		}
+		p.control(pl.take())
 		elapsed += step
 		tick++
 		for _, na := range agents.nodes {
@@ -372,7 +385,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Nodes = agents.views()
 	res.MetricsNode = o.ShowMetrics
 	if res.MetricsNode == "" {
-		res.MetricsNode = worstNode(res.Nodes)
+		// The worst node whose agent serves: a node rebooting at the end has none.
+		var up []NodeView
+		for _, n := range res.Nodes {
+			if na := agents.byName[n.Name]; na != nil && na.a != nil {
+				up = append(up, n)
+			}
+		}
+		res.MetricsNode = worstNode(up)
 	}
 	if res.Metrics, err = agents.fetch(res.MetricsNode, "/metrics"); err != nil {
 		return res, err
@@ -397,6 +417,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	res.FairShare = finalStanding(ds, fsCfg)
+	res.Placement, res.ran = pl.res, jobs.ran
 	p.final(res, o)
 	if o.KeepServing && ctx.Err() == nil {
 		ds.run()

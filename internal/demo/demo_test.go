@@ -113,7 +113,10 @@ func TestDefaultStory(t *testing.T) {
 		{"node-07", "gpu3", telemetry.ConditionRowRemapPending}, // the reset activates the remap
 		{"node-12", "mlx5_6/port1", telemetry.ConditionIBDown},  // back after 3m
 		{"node-02", "gpu1", telemetry.ConditionClockThrottle},   // cooled down after 2m
-		{"node-04", "gpu2", telemetry.ConditionPowerThrottle},   // brake released after 1m30s
+		// The brake released after 1m30s ends the hardware slowdown; power-throttle
+		// itself stays when the placement engine put a training job there, which
+		// runs the GPU at its power cap.
+		{"node-04", "gpu2", telemetry.ConditionClockThrottle},
 	} {
 		if !has(want.node, EventCleared, func(e Event) bool { return e.Target == want.target && e.Condition == want.kind }) {
 			t.Errorf("%s on %s %s never cleared", want.kind, want.node, want.target)
@@ -121,7 +124,9 @@ func TestDefaultStory(t *testing.T) {
 	}
 	// Node states as the agents judge them: the GPU that fell off the bus drained
 	// its node, the reboot put it on probation; node-07's GPU was reset and it is
-	// healthy again; the GPUs waiting for a reset keep theirs draining.
+	// back in service (healthy, or still on the agent's probation when its
+	// drain waited for a job to end); the GPUs waiting for a reset keep theirs
+	// draining.
 	if !has("node-11", EventState, func(e Event) bool { return e.To == telemetry.StateDrained }) {
 		t.Errorf("node-11 never drained after its GPU was lost")
 	}
@@ -133,6 +138,9 @@ func TestDefaultStory(t *testing.T) {
 		"node-11": telemetry.StateProbation, "node-07": telemetry.StateHealthy, "node-16": telemetry.StateDraining,
 		"node-06": telemetry.StateDraining, "node-01": telemetry.StateHealthy,
 	} {
+		if node == "node-07" && final[node] == telemetry.StateProbation {
+			continue
+		}
 		if final[node] != want {
 			t.Errorf("%s ends %s, want %s", node, final[node], want)
 		}
@@ -210,8 +218,13 @@ func TestDefaultStory(t *testing.T) {
 		t.Errorf("the store holds %g health-state samples; the agents ran %d full and %d health cycles", got, res.FullCycles, res.HealthCycles)
 	}
 	// Allocations reach the store with the job's account: what fair share charges.
-	if got := st.Answer(queryAttributed); !(got >= float64(tot.allocated)-8 && got <= 128) {
-		t.Errorf("the store answers %s = %g with %d GPUs allocated", queryAttributed, got, tot.allocated)
+	// Series of jobs that ended in the last five minutes still count.
+	ranGPUs := 0
+	for _, r := range res.ran {
+		ranGPUs += len(r.gpus)
+	}
+	if got := st.Answer(queryAttributed); !(got >= float64(tot.allocated)-8 && got <= float64(ranGPUs)) {
+		t.Errorf("the store answers %s = %g with %d GPUs allocated (%d job GPUs over the run)", queryAttributed, got, tot.allocated, ranGPUs)
 	}
 	for _, s := range []string{"Grafana: add a Prometheus data source with URL " + st.URL, queryGPUs + " = 128 GPUs",
 		fmt.Sprintf("%s = %d (the agents counted %d)", queryXids, current, current)} {
@@ -225,8 +238,9 @@ func TestDefaultStory(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", s, out.String())
 		}
 	}
-	if n := strings.Count(out.String(), "\n"); n > 250 {
-		t.Errorf("the default output has %d lines, want at most 250", n)
+	// Besides a line per job the placement engine placed.
+	if n := strings.Count(out.String(), "\n") - len(res.Placement.Placed); n > 250 {
+		t.Errorf("the default output has %d lines besides the placements, want at most 250", n)
 	}
 }
 

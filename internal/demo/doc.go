@@ -39,6 +39,16 @@
 // the agents attribute each GPU to an account. The standings are printed every
 // Options.FairShareEvery with the factors charging by allocation would give.
 //
+// The server runs the placement service too, and the simulated workload goes
+// through it: the workload generator's Place hook (simhw.WorkloadOptions.Place)
+// rebuilds the service's snapshot from the store once the agents have shipped
+// their last cycle, reserves each job's GPUs with the engine
+// (placement.Engine.Reserve) and starts the job where the engine put it; the
+// reservation is handed off when the snapshot shows the job's allocation, or
+// released when the job ends first. Each placement is printed with the
+// decision's short why; the final summary counts them and checks them against
+// the drain controller's exclusions at the time (PlacementResult).
+//
 // The demo never looks inside the simulator to learn what happened: everything it
 // prints comes from the agents' snapshots and health reports and from the
 // server, so what it shows is what gpuwatch would see on real GPUs. The fault

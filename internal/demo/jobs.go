@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
 )
@@ -18,6 +19,17 @@ const jobPartition = "gpu"
 type jobDetails struct {
 	uids map[string]int             // user → uid, in order of first sight
 	done map[string]map[string]bool // node → jobs already written
+	// ran lists every job part the fleet started, as the fleet reports it, in
+	// order of first sight: what the placement test checks against the engine's
+	// decisions.
+	ran []ranJob
+}
+
+// ranJob is one node's part of a job the simulated fleet ran.
+type ranJob struct {
+	job, node string
+	gpus      []int
+	start     time.Time
 }
 
 func newJobDetails() *jobDetails {
@@ -34,6 +46,7 @@ func (d *jobDetails) write(f *simhw.Fleet) error {
 			if prev[j.ID] {
 				continue
 			}
+			d.ran = append(d.ran, ranJob{job: j.ID, node: n.Name(), gpus: j.GPUs, start: j.Start})
 			uid, ok := d.uids[j.User]
 			if !ok {
 				uid = 2000 + len(d.uids)

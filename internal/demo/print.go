@@ -442,6 +442,7 @@ func (p *printer) final(res *Result, o Options) {
 	}
 	p.store(res, o)
 	p.drainSummary(res.Drain)
+	fmt.Fprintln(p.w, res.Placement.summaryLine())
 	fmt.Fprintln(p.w)
 	if fs := res.FairShare; fs.Standing != nil {
 		p.standing(p.start.Add(res.Simulated), fs.Standing, fs.ByAllocation, true)

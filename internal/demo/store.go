@@ -80,7 +80,11 @@ func startServer(o Options, dir string, c control) (*demoServer, error) {
 		Drain: &server.DrainOptions{Policy: c.policy, Actuator: c.act, ActuatorName: c.act.kind(), Workloads: c.workloads,
 			// The worker looks for due actions (probation ends, retries) often
 			// enough for simulated time at any speed.
-			PollInterval: 5 * time.Millisecond, CallTimeout: 30 * time.Second}})
+			PollInterval: 5 * time.Millisecond, CallTimeout: 30 * time.Second},
+		// The demo refreshes the snapshot itself before placing its workload (in
+		// step with simulated time); the service's own loop keeps it fresh for the
+		// HTTP API (gpuwatch place --server) every simulated minute.
+		Placement: &server.PlacementOptions{Interval: wallEvery(time.Minute, o.Speed)}})
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the demo's gpuwatch server: %w", err)
 	}
