@@ -68,6 +68,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&site.guidMap, "placement.guid-map", "", "with --placement.ibnetdiscover: GUID→host map")
 	fs.StringVar(&site.fromYAML, "placement.site-yaml", "", "place nodes in the fabric from this site YAML (nodes with leaf, spine, core, nvlink_domain)")
 	fs.StringVar(&site.fromSlurm, "placement.slurm-topology", "", "place nodes in the fabric from this Slurm topology.conf")
+	fs.StringVar(&site.fromK8s, "placement.k8s-nodes", "", "place nodes in the fabric from their Kubernetes labels (topograph scheme), given as `kubectl get nodes -o json` output")
 	otlp := fs.String("otlp.endpoint", "", "OTLP/HTTP endpoint (http://collector:4318) for a trace span per placement decision (default: no tracing)")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
@@ -128,7 +129,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *placementSlurm {
 			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
 		}
-		if site.ibnetdiscover != "" || site.fromYAML != "" || site.fromSlurm != "" || site.guidMap != "" {
+		if site.ibnetdiscover != "" || site.fromYAML != "" || site.fromSlurm != "" || site.fromK8s != "" || site.guidMap != "" {
 			tree, _, err := site.load(stderr)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -62,7 +63,7 @@ func runTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 
 // topologyInput is the input flags every topology command shares.
 type topologyInput struct {
-	ibnetdiscover, guidMap, fromYAML, fromSlurm string
+	ibnetdiscover, guidMap, fromYAML, fromSlurm, fromK8s string
 }
 
 func (in *topologyInput) register(fs *flag.FlagSet) {
@@ -70,19 +71,20 @@ func (in *topologyInput) register(fs *flag.FlagSet) {
 	fs.StringVar(&in.guidMap, "guid-map", "", "a GUID→host map (\"H-<guid> host\" lines) naming the hosts of the dump's HCAs; wins over their node descriptions")
 	fs.StringVar(&in.fromYAML, "from-yaml", "", "a site YAML file (nodes with leaf, spine, core, nvlink_domain) for sites without a fabric dump")
 	fs.StringVar(&in.fromSlurm, "from-slurm", "", "a Slurm topology.conf (topology/tree) to read the switch tree from")
+	fs.StringVar(&in.fromK8s, "from-k8s-nodes", "", "`kubectl get nodes -o json` output whose node labels (topograph's network.topology.nvidia.com/* scheme) give the tree")
 }
 
 // load builds the tree and prints its warnings to stderr; source names the input.
 func (in *topologyInput) load(stderr io.Writer) (tree *topology.Tree, source string, err error) {
 	inputs := 0
-	for _, v := range []string{in.ibnetdiscover, in.fromYAML, in.fromSlurm} {
+	for _, v := range []string{in.ibnetdiscover, in.fromYAML, in.fromSlurm, in.fromK8s} {
 		if v != "" {
 			inputs++
 		}
 	}
 	switch {
 	case inputs > 1:
-		return nil, "", fmt.Errorf("%w: give one of --ibnetdiscover, --from-yaml and --from-slurm, not several", errUsage)
+		return nil, "", fmt.Errorf("%w: give one of --ibnetdiscover, --from-yaml, --from-slurm and --from-k8s-nodes, not several", errUsage)
 	case inputs == 0:
 		return nil, "", fmt.Errorf("%w: no input: give --ibnetdiscover FILE, --from-yaml FILE or --from-slurm FILE", errUsage)
 	case in.guidMap != "" && in.ibnetdiscover == "":
@@ -106,6 +108,21 @@ func (in *topologyInput) load(stderr io.Writer) (tree *topology.Tree, source str
 			fmt.Fprintf(stderr, "gpuwatch topology: warning: %s\n", w)
 		}
 		return tree, filepath.Base(in.fromSlurm), nil
+	}
+	if in.fromK8s != "" {
+		data, err := os.ReadFile(in.fromK8s)
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot read the node list: %w", err)
+		}
+		labels, err := parseKubeNodes(in.fromK8s, data)
+		if err != nil {
+			return nil, "", err
+		}
+		tree, err = topology.FromLabels(labels)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", in.fromK8s, err)
+		}
+		return tree, filepath.Base(in.fromK8s), nil
 	}
 	if in.fromYAML != "" {
 		data, err := os.ReadFile(in.fromYAML)
@@ -247,4 +264,36 @@ func runTopologyVolcano(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return topology.WriteVolcano(stdout, hns)
+}
+
+// parseKubeNodes reads `kubectl get nodes -o json` (a v1 NodeList) into each
+// node's labels: the topology a cluster already carries in topograph's scheme
+// (network.topology.nvidia.com/{accelerator,leaf,spine,core}).
+func parseKubeNodes(name string, data []byte) (map[string]map[string]string, error) {
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Metadata struct {
+				Name   string            `json:"name"`
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("%s: not the JSON of `kubectl get nodes -o json`: %w", name, err)
+	}
+	if list.Kind != "" && list.Kind != "List" && list.Kind != "NodeList" {
+		return nil, fmt.Errorf("%s: kind %q: want a NodeList (`kubectl get nodes -o json`)", name, list.Kind)
+	}
+	out := make(map[string]map[string]string, len(list.Items))
+	for i, it := range list.Items {
+		if it.Metadata.Name == "" {
+			return nil, fmt.Errorf("%s: items[%d]: no metadata.name", name, i)
+		}
+		out[it.Metadata.Name] = it.Metadata.Labels
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no nodes", name)
+	}
+	return out, nil
 }

@@ -129,3 +129,64 @@ func TestTopologyUsage(t *testing.T) {
 		t.Errorf("help: %v\n%s", err, out)
 	}
 }
+
+// TestTopologyFromKubeNodes: node labels as `kubectl get nodes -o json` shows
+// them (here: the labels gpuwatch wrote from the site YAML) give back the same
+// Slurm tree as the YAML itself.
+func TestTopologyFromKubeNodes(t *testing.T) {
+	const site = "../../scheduler/topology/testdata/site.yaml"
+	labels, _, err := runTopo(t, "labels", "--from-yaml", site, "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]map[string]string
+	if err := json.Unmarshal([]byte(labels), &m); err != nil {
+		t.Fatal(err)
+	}
+	type item struct {
+		Metadata struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	list := struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Items      []item `json:"items"`
+	}{APIVersion: "v1", Kind: "List"}
+	for name, ls := range m {
+		var it item
+		it.Metadata.Name, it.Metadata.Labels = name, ls
+		list.Items = append(list.Items, it)
+	}
+	data, _ := json.Marshal(list)
+	nodes := filepath.Join(t.TempDir(), "nodes.json")
+	if err := os.WriteFile(nodes, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromYAML, _, err := runTopo(t, "slurm", "--from-yaml", site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromK8s, _, err := runTopo(t, "slurm", "--from-k8s-nodes", nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(s string) string { // the tree lines, without the header comments naming the source
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "SwitchName=") {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if body(fromYAML) == "" || body(fromYAML) != body(fromK8s) {
+		t.Errorf("topology.conf from node labels differs from the YAML's:\n%s\n---\n%s", fromK8s, fromYAML)
+	}
+	bad := filepath.Join(t.TempDir(), "pods.json")
+	os.WriteFile(bad, []byte(`{"kind":"PodList","items":[]}`), 0o644)
+	if _, _, err := runTopo(t, "slurm", "--from-k8s-nodes", bad); err == nil || !strings.Contains(err.Error(), "PodList") {
+		t.Errorf("a PodList was accepted: %v", err)
+	}
+}
