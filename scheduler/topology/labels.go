@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -58,18 +59,11 @@ func (t *Tree) Labels(o LabelOptions) map[string]map[string]string {
 		set(LabelSpine, n.Spine)
 		set(LabelCore, n.Core)
 		if !o.NoGPUClique && n.NVLinkDomain != "" {
-			set(LabelGPUClique, cmpOr(n.Clique, n.NVLinkDomain))
+			set(LabelGPUClique, cmp.Or(n.Clique, n.NVLinkDomain))
 		}
 		out[n.Name] = l
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // FromLabels builds a tree from node labels in topograph's scheme (other keys are

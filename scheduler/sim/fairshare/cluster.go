@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -150,7 +151,7 @@ func reserve(s *nodeState, running []*runJob, head int, scratch []take) reservat
 	free := slices.Clone(s.free)
 	byEnd := slices.Clone(running)
 	slices.SortFunc(byEnd, func(a, b *runJob) int {
-		if c := cmpDur(a.expectedEnd, b.expectedEnd); c != 0 {
+		if c := cmp.Compare(a.expectedEnd, b.expectedEnd); c != 0 {
 			return c
 		}
 		return a.job.ID - b.job.ID
@@ -168,14 +169,4 @@ func reserve(s *nodeState, running []*runJob, head int, scratch []take) reservat
 	}
 	// Unreachable for a validated workload: every job fits the empty cluster.
 	panic("fairshare sim: head job fits no cluster state")
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -384,7 +385,7 @@ func Compose(demand []VCDemand, profiles []*Profile, o HeliosOptions) (*Workload
 		if c := cmpFloat(a.Mean(), b.Mean()); c != 0 {
 			return c
 		}
-		return cmpString(a.label, b.label)
+		return cmp.Compare(a.label, b.label)
 	})
 	bands := make([][]*Profile, o.Bands)
 	for b := range bands {
@@ -433,10 +434,10 @@ func Compose(demand []VCDemand, profiles []*Profile, o HeliosOptions) (*Workload
 		}
 	}
 	slices.SortStableFunc(w.Jobs, func(a, b Job) int {
-		if c := cmpDur(a.Arrival, b.Arrival); c != 0 {
+		if c := cmp.Compare(a.Arrival, b.Arrival); c != 0 {
 			return c
 		}
-		return cmpString(a.Account, b.Account)
+		return cmp.Compare(a.Account, b.Account)
 	})
 	for i := range w.Jobs {
 		w.Jobs[i].ID = i
@@ -456,16 +457,6 @@ func Compose(demand []VCDemand, profiles []*Profile, o HeliosOptions) (*Workload
 		w.Notes = append(w.Notes, fmt.Sprintf("activity band %d: %d pods, mean duty cycle %.3f (%.3f–%.3f): %v", b, len(ps), m/float64(len(ps)), ps[0].Mean(), ps[len(ps)-1].Mean(), ts))
 	}
 	return w, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func hashName(s string, class int) uint64 {

@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -251,7 +252,7 @@ func (r *replay) run(ctx context.Context) error {
 		arrivals[i] = &jobs[i]
 	}
 	slices.SortStableFunc(arrivals, func(a, b *Job) int {
-		if c := cmpDur(a.Arrival, b.Arrival); c != 0 {
+		if c := cmp.Compare(a.Arrival, b.Arrival); c != 0 {
 			return c
 		}
 		return a.ID - b.ID

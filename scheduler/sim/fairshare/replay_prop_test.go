@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -59,7 +60,7 @@ func TestReplayInvariants(t *testing.T) {
 		}
 		slices.SortFunc(evs, func(a, b ev) int {
 			if a.at != b.at {
-				return cmpDur(a.at, b.at)
+				return cmp.Compare(a.at, b.at)
 			}
 			return a.delta - b.delta // ends first
 		})

@@ -1,6 +1,7 @@
 package packing
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/sim"
@@ -118,7 +119,7 @@ func afterPacked(n nodeRes, p *sim.Pod) nodeRes {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(out.gpuFree[a], out.gpuFree[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(out.gpuFree[a], out.gpuFree[b]) })
 	left := p.NumGPU
 	for _, g := range idx {
 		if p.MilliGPU <= out.gpuFree[g] {
@@ -129,14 +130,4 @@ func afterPacked(n nodeRes, p *sim.Pod) nodeRes {
 		}
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
