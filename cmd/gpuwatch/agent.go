@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
+	"strings"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -17,6 +19,9 @@ import (
 	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/collector/agent"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
+	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/internal/serve"
+	"github.com/gpuwatch/gpuwatch/internal/tlsconf"
 )
 
 // agentFlags are the flags `gpuwatch agent` and `gpuwatch check` share: where the
@@ -135,6 +140,15 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.o.RemoteWriteUnchanged, "remote-write.unchanged-interval", 0, "with --remote-write: the longest a series whose value has not changed goes unshipped; a change ships at once (0: --collect.interval; negative: ship every sample, health-critical fields every --collect.health-interval)")
 	fs.StringVar(&f.o.QueueDir, "queue.dir", "", "with --remote-write: directory of the on-disk queue that holds samples while the store is unreachable and across restarts (\"\": memory only)")
 	fs.Int64Var(&f.o.QueueMaxBytes, "queue.max-bytes", 256<<20, "with --remote-write: bound of the queue in bytes; past it the oldest samples are dropped and counted")
+	// What the agent sends with: its token and the TLS files to trust the server with.
+	tokenFile := fs.String("auth.token-file", "", "file holding this agent's bearer token, sent with remote write and health push (a token with role agent; default: $"+auth.EnvToken+")")
+	var clientTLS tlsconf.ClientFiles
+	fs.StringVar(&clientTLS.CAFile, "tls.ca-file", "", "CA certificates (PEM) that sign the server's (or store's) certificate, for https:// in --remote-write and --server")
+	fs.StringVar(&clientTLS.CertFile, "tls.client-cert-file", "", "client certificate (PEM) for a server that asks for mutual TLS")
+	fs.StringVar(&clientTLS.KeyFile, "tls.client-key-file", "", "key of --tls.client-cert-file")
+	// The agent's own listener.
+	var sec securityFlags
+	sec.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch agent [flags]")
 		fmt.Fprintln(stderr)
@@ -159,6 +173,17 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.QueueMaxBytes <= 0 {
 		return fmt.Errorf("%w: --queue.max-bytes must be positive, got %d", errUsage, o.QueueMaxBytes)
 	}
+	if o.RemoteWriteURL != "" || o.ServerURL != "" {
+		if o.Transport, err = clientTransport(*tokenFile, clientTLS, os.Getenv(auth.EnvToken)); err != nil {
+			return err
+		}
+	} else if *tokenFile != "" {
+		return fmt.Errorf("%w: --auth.token-file is sent with --remote-write and --server; give one of them", errUsage)
+	}
+	authOpts, listenOpts, err := sec.options(o.Logger)
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(o)
 	if err != nil {
 		return err
@@ -168,7 +193,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		a.Close()
 		return fmt.Errorf("cannot listen on %s: %w", *listen, err)
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	authOpts.Required = agentRequiredRole
+	authOpts.Logger = o.Logger.With("component", "auth")
+	listenOpts.Name = "agent"
+	srv := serve.New(auth.Middleware(authOpts, a.Handler()), listenOpts)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 3)
@@ -179,7 +207,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o.Logger.Info("gpuwatch agent started", "node", a.Inventory.Node, "gpus", len(a.Inventory.GPUs),
 		"listen", ln.Addr().String(), "simulate", f.simulate, "remote_write", o.RemoteWriteURL != "")
-	fmt.Fprintf(stdout, "gpuwatch agent on %s: %d GPUs, serving http://%s/metrics\n", a.Inventory.Node, len(a.Inventory.GPUs), ln.Addr())
+	fmt.Fprintf(stdout, "gpuwatch agent on %s: %d GPUs, serving %s://%s/metrics\n", a.Inventory.Node, len(a.Inventory.GPUs), srv.Scheme(), ln.Addr())
 	var first error
 	select {
 	case <-ctx.Done():
@@ -193,6 +221,21 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return first
 	}
 	return nil
+}
+
+// agentRequiredRole is the agent listener's access table: /healthz is open,
+// the profiler needs admin (it exposes the process and costs CPU), every
+// other endpoint only reads.
+func agentRequiredRole(r *http.Request) auth.Role {
+	p := path.Clean("/" + r.URL.Path)
+	switch {
+	case p == "/healthz":
+		return auth.RoleNone
+	case strings.HasPrefix(p, "/debug/"), r.Method != http.MethodGet && r.Method != http.MethodHead:
+		return auth.RoleAdmin
+	default:
+		return auth.RoleRead
+	}
 }
 
 // simNode is the one simulated node `--simulate` runs on.

@@ -23,7 +23,8 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func manualAction(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(verb, stderr)
-	server := fs.String("server", "http://127.0.0.1:9402", "gpuwatch server")
+	var cf clientFlags
+	cf.register(fs)
 	reason := fs.String("reason", "", "why (required for drain): shown in sinfo / on the node, and in the audit log")
 	who := fs.String("user", "", "who is acting, for the audit log (default: the login name)")
 	output := fs.String("output", "text", "text or json")
@@ -61,7 +62,7 @@ func manualAction(ctx context.Context, verb string, args []string, stdout, stder
 			*who = u.Username
 		}
 	}
-	c, err := newAPIClient(*server)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,8 @@ import (
 
 func runFairShare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("fairshare", stderr)
-	server := fs.String("server", "http://127.0.0.1:9402", "gpuwatch server")
+	var cf clientFlags
+	cf.register(fs)
 	output := fs.String("output", "table", "table or json")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch fairshare --server URL [--output table|json]")
@@ -28,7 +29,7 @@ func runFairShare(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *output != "table" && *output != "json" {
 		return fmt.Errorf("%w: --output %q: want table or json", errUsage, *output)
 	}
-	c, err := newAPIClient(*server)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,8 @@ func commands() map[string]command {
 		"simulate":  {"replay real traces: `simulate openb` (GPU packing with the FGD paper's protocol)", runSimulate},
 		"fairshare": {"print the fair-share standing (shares, measured and allocated GPU usage, factors) from a gpuwatch server", runFairShare},
 		"demo":      {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
-		"server":    {"run the store: remote-write and import ingest, the Prometheus query API (embedded TSDB or --store.url)", runServer},
+		"server":    {"run the control plane: the store (remote-write ingest, Prometheus query API), drain controller, placement, fair share; behind bearer tokens and TLS", runServer},
+		"token":     {"make a bearer token: a random secret into a file and the token-file entry (name, role, sha256) for the server", runToken},
 		"version":   {"print the version and build information", runVersion},
 	}
 }

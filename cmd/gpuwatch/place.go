@@ -18,7 +18,8 @@ import (
 // runPlace is `gpuwatch place --server URL --gpus N [flags]`.
 func runPlace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("place", stderr)
-	server := fs.String("server", "http://127.0.0.1:9402", "gpuwatch server")
+	var cf clientFlags
+	cf.register(fs)
 	gpus := fs.Int("gpus", 0, "GPUs of the gang, placed all or nothing (required)")
 	perNode := fs.Int("gpus-per-node", 0, "fixed shape: this many GPUs on every node (0: any split, fewest nodes)")
 	milli := fs.Int("milli", 0, "share of each GPU in milli-GPU, 1..1000 (0: whole GPUs)")
@@ -71,7 +72,7 @@ func runPlace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		*t.dst = v
 	}
-	c, err := newAPIClient(*server)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func runPlace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	} else {
-		printDecision(stdout, &d, *server)
+		printDecision(stdout, &d, cf.server)
 	}
 	if d.Outcome != framework.OutcomePlaced {
 		return exitCode(1)
@@ -144,7 +145,8 @@ func joinInts(v []int) string {
 // runExplain is `gpuwatch explain --server URL ID`.
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("explain", stderr)
-	server := fs.String("server", "http://127.0.0.1:9402", "gpuwatch server")
+	var cf clientFlags
+	cf.register(fs)
 	output := fs.String("output", "text", "text or json (the whole decision record)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch explain --server URL ID")
@@ -165,7 +167,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *output != "text" && *output != "json" {
 		return fmt.Errorf("%w: --output %q: want text or json", errUsage, *output)
 	}
-	c, err := newAPIClient(*server)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}

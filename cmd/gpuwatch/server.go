@@ -80,6 +80,8 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&df.scontrol, "slurm.scontrol", "", "with --actuator slurm: the scontrol binary (default: from PATH)")
 	fs.DurationVar(&df.verify, "drain.verify-interval", 0, "how often a node gpuwatch holds drained is checked to still be drained while its fault persists (default 5m)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
+	var sec securityFlags
+	sec.register(fs, true)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch server [flags]")
 		fmt.Fprintln(stderr)
@@ -92,16 +94,19 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	var lvl slog.Level
+	var err error
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("%w: --log.level %q: want debug, info, warn or error", errUsage, *logLevel)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	if o.Auth, o.Listen, err = sec.options(o.Logger); err != nil {
+		return err
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.StoreURL != "" && (set["data-dir"] || set["retention"] || set["retention.size"]) {
 		return fmt.Errorf("%w: --store.url uses an external store; --data-dir and --retention belong to the embedded one", errUsage)
 	}
-	var err error
 	if *fsConfig != "" {
 		cfg, err := fairshare.LoadConfig(*fsConfig)
 		if err != nil {
@@ -163,16 +168,21 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", *listen, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	where := "embedded store in " + o.DataDir
 	if o.StoreURL != "" {
 		where = "external store " + o.StoreURL
 	}
-	fmt.Fprintf(stdout, "gpuwatch server on http://%s (%s)\n", ln.Addr(), where)
-	fmt.Fprintf(stdout, "  agents:  gpuwatch agent --remote-write http://%s/api/v1/write\n", ln.Addr())
-	fmt.Fprintf(stdout, "  Grafana: add a Prometheus data source with URL http://%s\n", ln.Addr())
+	base := hs.Scheme() + "://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "gpuwatch server on %s (%s)\n", base, where)
+	fmt.Fprintf(stdout, "  agents:  gpuwatch agent --remote-write %s/api/v1/write --server %s --auth.token-file FILE\n", base, base)
+	fmt.Fprintf(stdout, "  Grafana: add a Prometheus data source with URL %s\n", base)
+	fmt.Fprintf(stdout, "  access:  %s\n", o.Auth.Mode())
+	if o.Auth.Tokens == nil && !o.Auth.Insecure {
+		fmt.Fprintln(stdout, "           to accept agents and operators from other hosts, give --auth.tokens FILE (see `gpuwatch token --help`)")
+	}
 	var first error
 	select {
 	case <-ctx.Done():

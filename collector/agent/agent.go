@@ -95,6 +95,10 @@ type Options struct {
 	// report the moment its verdict changes (collector/healthpush), and as a
 	// heartbeat otherwise: the drain controller's fast path.
 	ServerURL string
+	// Transport, when set, carries the remote write and the health push: it
+	// adds the bearer token and trusts the server's TLS CA (nil: Go's
+	// default transport settings).
+	Transport http.RoundTripper
 
 	Version string
 	Logger  *slog.Logger
@@ -286,14 +290,14 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.Shipper, err = shipper.New(shipper.Options{URL: opts.RemoteWriteURL, QueueDir: opts.QueueDir,
 			MaxBytes: opts.QueueMaxBytes, ExtraLabels: telemetry.NewLabels(telemetry.LabelNode, opts.Node),
-			UnchangedInterval: unchanged, Version: opts.Version, Logger: log, Now: opts.Now})
+			UnchangedInterval: unchanged, Version: opts.Version, Logger: log, Now: opts.Now, Client: client(opts.Transport)})
 		if err != nil {
 			return nil, err
 		}
 		sources = append(sources, a.Shipper)
 	}
 	if opts.ServerURL != "" {
-		a.Pusher, err = healthpush.New(healthpush.Options{Server: opts.ServerURL, Version: opts.Version, Logger: log})
+		a.Pusher, err = healthpush.New(healthpush.Options{Server: opts.ServerURL, Version: opts.Version, Logger: log, Client: client(opts.Transport)})
 		if err != nil {
 			if a.Shipper != nil {
 				a.Shipper.Close()
@@ -420,6 +424,14 @@ func (a *Agent) dcgmIncidents() []telemetry.Condition {
 		out = append(out, inc.Condition(telemetry.NodeID(a.opts.Node)))
 	}
 	return out
+}
+
+// client is an HTTP client over t, nil (the caller's default) without one.
+func client(t http.RoundTripper) *http.Client {
+	if t == nil {
+		return nil
+	}
+	return &http.Client{Transport: t}
 }
 
 // Handler serves the agent's HTTP endpoints.

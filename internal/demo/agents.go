@@ -65,6 +65,7 @@ type fleetAgents struct {
 	fleet                  *simhw.Fleet
 	dir                    string
 	remoteWrite, serverURL string
+	tokens                 *demoTokens
 	// retiredSent and retiredDropped are the samples the agents stopped by a
 	// reboot shipped and dropped.
 	retiredSent, retiredDropped int
@@ -76,11 +77,11 @@ type fleetAgents struct {
 // remote-writes every sample to remoteWrite through a queue in memory, and its
 // health pusher, which sends its health report to the server at serverURL. The
 // demo loop drives their collection cycles.
-func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite, serverURL string) (*fleetAgents, error) {
+func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite, serverURL string, tokens *demoTokens) (*fleetAgents, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fa := &fleetAgents{ctx: ctx, cancel: cancel, byName: map[string]*nodeAgent{},
 		client: &http.Client{Timeout: 10 * time.Second},
-		o:      o, fleet: fleet, dir: dir, remoteWrite: remoteWrite, serverURL: serverURL}
+		o:      o, fleet: fleet, dir: dir, remoteWrite: remoteWrite, serverURL: serverURL, tokens: tokens}
 	for i, n := range fleet.Nodes() {
 		// Each run is a fresh fleet: its agents start without the health state
 		// a previous run left in the same --dir.
@@ -152,6 +153,7 @@ func (fa *fleetAgents) startAgent(na *nodeAgent, fresh bool) error {
 		Now:            fa.fleet.Now,
 		RemoteWriteURL: fa.remoteWrite,
 		ServerURL:      fa.serverURL,
+		Transport:      fa.tokens.transport(agentToken(n.Name())),
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: cannot start its agent: %w", n.Name(), err)

@@ -420,7 +420,7 @@ type controlPrinter struct {
 
 func newControlPrinter(ds *demoServer, act *actuator, pol *drain.Policy, sc *simhw.Scenario, start time.Time) *controlPrinter {
 	cp := &controlPrinter{ds: ds, ctrl: ds.srv.Drain(), act: act, pol: pol, faults: map[string][]time.Time{},
-		client: &http.Client{Timeout: 10 * time.Second}}
+		client: &http.Client{Timeout: 10 * time.Second, Transport: ds.tokens.transport(tokenAdmin)}}
 	for _, f := range sc.Faults {
 		if f.Kind != simhw.FaultRecover {
 			cp.faults[f.Node] = append(cp.faults[f.Node], start.Add(f.At))

@@ -245,14 +245,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		act = newLogActuator(fleet.Now)
 	}
 	var agents *fleetAgents
-	ds, err := startServer(o, dir, control{now: fleet.Now, policy: pol, act: act, fairShare: fsCfg,
+	names := make([]string, 0, len(fleet.Nodes()))
+	for _, n := range fleet.Nodes() {
+		names = append(names, n.Name())
+	}
+	ds, err := startServer(o, dir, names, control{now: fleet.Now, policy: pol, act: act, fairShare: fsCfg,
 		fairShareEvery: wallEvery(time.Minute, o.Speed),
 		workloads:      func(node string, gpus []string) []string { return agents.workloads(node, gpus) }})
 	if err != nil {
 		return nil, err
 	}
 	defer ds.stop()
-	agents, err = startAgents(fleet, o, dir, ds.writeURL(), ds.url)
+	agents, err = startAgents(fleet, o, dir, ds.writeURL(), ds.url, ds.tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -408,10 +412,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cancel()
 	if err != nil {
 		return res, err
-	}
-	var names []string
-	for _, n := range fleet.Nodes() {
-		names = append(names, n.Name())
 	}
 	if res.Drain, err = cp.result(names, res.Drain.Reboots); err != nil {
 		return res, err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	neturl "net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -287,7 +288,22 @@ func TestStoreServesGrafana(t *testing.T) {
 			url, _, _ = strings.Cut(rest, " ")
 		}
 	}
-	resp, err := http.Get(url + "/api/v1/query?query=" + neturl.QueryEscape("count(DCGM_FI_DEV_GPU_TEMP)"))
+	// Grafana reads with the demo's read-only token, whose file the header names.
+	_, rest, _ := strings.Cut(out.String(), "Authorization: Bearer <")
+	tokenFile, _, _ := strings.Cut(rest, ">")
+	secret, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatalf("the demo's Grafana token: %v\n%s", err, out.String())
+	}
+	query := url + "/api/v1/query?query=" + neturl.QueryEscape("count(DCGM_FI_DEV_GPU_TEMP)")
+	if resp, err := http.Get(query); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET without a token: %s, want 401: the demo's server is authenticated", resp.Status)
+	}
+	req, _ := http.NewRequest(http.MethodGet, query, nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(secret)))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

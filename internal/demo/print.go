@@ -74,8 +74,12 @@ func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options, ds *demo
 	}
 	fmt.Fprintf(p.w, "and remote-writes every sample to the demo's gpuwatch server at %s%s: embedded Prometheus TSDB in %s, node files beside it\n",
 		ds.url, note, ds.dir)
-	fmt.Fprintf(p.w, "Grafana: add a Prometheus data source with URL %s (up while the demo runs); try %s/api/v1/query?query=%s\n",
-		ds.url, ds.url, queryXids)
+	fmt.Fprintf(p.w, "access: bearer tokens (hashes in %s; each secret in %s/<name>.token): an agent token per node, bound to it; operator, admin, grafana (read)\n",
+		ds.tokens.file, ds.tokens.dir)
+	fmt.Fprintf(p.w, "Grafana: add a Prometheus data source with URL %s and the header Authorization: Bearer <%s> (up while the demo runs)\n",
+		ds.url, ds.tokens.path(tokenGrafana))
+	fmt.Fprintf(p.w, "try: curl -H \"Authorization: Bearer $(cat %s)\" '%s/api/v1/query?query=%s'\n", ds.tokens.path(tokenGrafana), ds.url, queryXids)
+	fmt.Fprintf(p.w, "     gpuwatch drain --server %s --token-file %s NODE --reason TEXT\n", ds.url, ds.tokens.path(tokenOperator))
 	how := `the log actuator, which prints what it would do ("would drain …"; --slurm drives a real local Slurm cluster instead)`
 	if act.slurm {
 		how = fmt.Sprintf("scontrol to a real Slurm cluster on this host (slurmctld and %d slurmd, %s for %s…, started in %.1f s)",

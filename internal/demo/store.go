@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
@@ -44,6 +45,7 @@ type demoServer struct {
 	note   string // why the address is not the one asked for, or ""
 	client *http.Client
 	push   *pushRecorder
+	tokens *demoTokens
 
 	cancel context.CancelFunc // of the control loops (drain worker, fair-share feeder)
 	done   chan struct{}
@@ -66,16 +68,24 @@ type control struct {
 // removed: each run is a fresh fleet whose times would overlap it), with the drain
 // controller and fair share keeping their state beside it, and serves it on
 // loopback. The control loops start with run.
-func startServer(o Options, dir string, c control) (*demoServer, error) {
+func startServer(o Options, dir string, nodes []string, c control) (*demoServer, error) {
 	sdir := filepath.Join(dir, storeDirName)
 	if err := os.RemoveAll(sdir); err != nil {
 		return nil, fmt.Errorf("cannot clear the store's directory %s: %w", sdir, err)
+	}
+	tokens, err := makeTokens(dir, nodes)
+	if err != nil {
+		return nil, err
+	}
+	tf, err := auth.OpenTokenFile(tokens.file, nil)
+	if err != nil {
+		return nil, err
 	}
 	lim := ingest.DefaultLimits()
 	// Simulated time at more than 1x outruns the wall clock; the demo's store takes
 	// the agents' clock as it is.
 	lim.MaxFutureSkew = 0
-	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now,
+	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now, Auth: auth.Options{Tokens: tf},
 		FairShare: c.fairShare, FairShareInterval: c.fairShareEvery,
 		Drain: &server.DrainOptions{Policy: c.policy, Actuator: c.act, ActuatorName: c.act.kind(), Workloads: c.workloads,
 			// The worker looks for due actions (probation ends, retries) often
@@ -102,9 +112,9 @@ func startServer(o Options, dir string, c control) (*demoServer, error) {
 		return nil, fmt.Errorf("--server-listen %q: cannot serve the demo's gpuwatch server: %w", addr, err)
 	}
 	push := newPushRecorder(srv.Handler(), c.now)
-	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note, push: push,
+	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note, push: push, tokens: tokens,
 		http:   &http.Server{Handler: push, ReadHeaderTimeout: 10 * time.Second},
-		client: &http.Client{Timeout: 10 * time.Second}}
+		client: &http.Client{Timeout: 10 * time.Second, Transport: tokens.transport(tokenAdmin)}}
 	go ds.http.Serve(ln)
 	return ds, nil
 }

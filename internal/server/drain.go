@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuwatch/gpuwatch/collector/health"
+	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 )
 
@@ -72,6 +74,10 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 		}
 		if rep.Node == "" {
 			apiError(w, http.StatusBadRequest, "health report: node is empty")
+			return
+		}
+		if id := auth.FromContext(r.Context()); id != nil && !id.AllowsNode(rep.Node) {
+			auth.Forbidden(w, fmt.Sprintf("health report for %s: token %s is bound to nodes %s", rep.Node, id.Name, strings.Join(id.Nodes, ",")))
 			return
 		}
 		if !rep.State.Valid() {
@@ -135,9 +141,7 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			apiError(w, http.StatusBadRequest, "request: "+err.Error())
 			return m, false
 		}
-		if m.User == "" {
-			m.User = "unknown"
-		}
+		m.User = actor(r, m.User)
 		return m, true
 	}
 	mux.HandleFunc("POST "+APIPrefix+"/drain", func(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/internal/serve"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
@@ -78,6 +80,13 @@ type Options struct {
 	Clock   func() time.Time
 	Version string
 	Logger  *slog.Logger
+	// Auth is the front door's configuration: a token file, or nothing
+	// (reads open, writes and control from loopback only), or Insecure.
+	// Required, Registerer and Logger are the server's own.
+	Auth auth.Options
+	// Listen bounds the listener (timeouts, connections, requests in flight)
+	// and sets its TLS; MaxBodyBytes, Name and Registerer are the server's.
+	Listen serve.Options
 }
 
 // Server is one gpuwatch server.
@@ -86,6 +95,7 @@ type Server struct {
 	embedded *embedded.Store // nil with an external store
 	querier  store.Querier
 	handler  http.Handler
+	reg      *prometheus.Registry
 
 	fairshare      *feed.Feeder // nil unless Options.FairShare
 	fairshareHooks []func(*fairshare.Standing)
@@ -103,6 +113,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts}
 	reg := prometheus.NewRegistry()
+	s.reg = reg
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
@@ -119,12 +130,12 @@ func New(opts Options) (*Server, error) {
 		}
 		s.querier = q
 		proxy := httputil.NewSingleHostReverseProxy(u)
-		mux.Handle("/api/v1/", proxy)
+		mux.Handle("/api/v1/", refuseBoundProxyWrites(proxy))
 		if err := s.control(mux, reg); err != nil {
 			return nil, err
 		}
 		mux.HandleFunc("GET /{$}", index("external store at "+opts.StoreURL))
-		s.handler = mux
+		s.handler = s.frontDoor(mux, reg)
 		return s, nil
 	}
 	if opts.DataDir == "" {
@@ -136,7 +147,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("opening the embedded store in %s: %w", opts.DataDir, err)
 	}
 	s.embedded, s.querier = st, st
-	in := ingest.NewHandler(st, opts.Limits, ingest.Options{Registerer: reg, ActiveSeries: st.ActiveSeries, Logger: opts.Logger})
+	in := ingest.NewHandler(nodeBoundAppender{st}, opts.Limits, ingest.Options{Registerer: reg, ActiveSeries: st.ActiveSeries, Logger: opts.Logger})
 	mux.Handle("POST "+ingest.WritePath, in)
 	mux.Handle("POST "+ingest.ImportPrometheusPath, in)
 	mux.Handle("/api/v1/", api.NewHandler(st.Queryable(), st.Engine(), api.Options{
@@ -146,7 +157,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	mux.HandleFunc("GET /{$}", index("embedded Prometheus TSDB in "+opts.DataDir))
-	s.handler = mux
+	s.handler = s.frontDoor(mux, reg)
 	return s, nil
 }
 
@@ -162,8 +173,23 @@ func index(store string) http.HandlerFunc {
 	}
 }
 
-// Handler serves the server's HTTP API.
+// frontDoor puts authentication in front of every route.
+func (s *Server) frontDoor(mux http.Handler, reg prometheus.Registerer) http.Handler {
+	a := s.opts.Auth
+	a.Required, a.Registerer, a.Logger = RequiredRole, reg, s.opts.Logger.With("component", "auth")
+	return auth.Middleware(a, mux)
+}
+
+// Handler serves the server's HTTP API behind the front door.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// HTTPServer is the hardened listener for Handler: Options.Listen's bounds
+// and TLS, the per-endpoint body limits, its metrics on /metrics.
+func (s *Server) HTTPServer() *serve.Server {
+	l := s.opts.Listen
+	l.Name, l.Registerer, l.MaxBodyBytes = "server", s.reg, s.bodyLimit
+	return serve.New(s.handler, l)
+}
 
 // Querier is the store, embedded or external, behind the one interface the
 // scheduler and analyzer use.

@@ -60,3 +60,8 @@ type Appender interface {
 // ErrLimit marks a request refused by a configured limit (size, series, labels,
 // active series); receivers answer it with a 4xx status.
 var ErrLimit = errors.New("limit exceeded")
+
+// ErrForbidden marks a batch refused because the caller may not write it (an
+// agent token bound to other nodes); receivers answer it with 403, and the
+// sender must not retry it.
+var ErrForbidden = errors.New("forbidden")

@@ -133,6 +133,8 @@ func classify(err error) (int, string) {
 		return le.Status, le.Limit
 	case errors.As(err, &re):
 		return re.status, re.reason
+	case errors.Is(err, store.ErrForbidden):
+		return http.StatusForbidden, reasonForbidden
 	case errors.Is(err, store.ErrLimit):
 		// The store's own limit: retryable once it has room, like the guard.
 		return http.StatusTooManyRequests, reasonStore

@@ -27,6 +27,7 @@ const (
 	reasonInvalidSeries = "invalid_series" // names, duplicates, order, UTF-8, missing __name__
 	reasonUnsupported   = "unsupported"    // remote write 2.0, native histograms, encodings
 	reasonStore         = "store"          // the Appender refused or failed
+	reasonForbidden     = "forbidden"      // the caller may not write these series (a node-bound token)
 )
 
 func badRequest(reason, format string, args ...any) *requestError {
