@@ -27,7 +27,7 @@ func startServerCommand(t *testing.T, args ...string) (string, *syncBuffer) {
 			t.Errorf("server exited %d: %s", code, stderr.String())
 		}
 	})
-	re := regexp.MustCompile(`gpuwatch server on (http://[0-9.:]+)`)
+	re := regexp.MustCompile(`gpuwatch server on (https?://[0-9.:]+)`)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(stdout.String()); m != nil {
