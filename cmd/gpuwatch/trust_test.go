@@ -232,3 +232,60 @@ func TestServerWithoutTokensRefusesRemoteWrites(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestAgentListenerUnderFlood: hundreds of slow-loris connections and idle
+// ones do not stop the agent's collection (its /healthz stays 200, which it
+// is only while snapshots are fresh) nor other clients' scrapes.
+func TestAgentListenerUnderFlood(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"agent", "--simulate", "hgx-h100", "--listen", "127.0.0.1:0", "--collect.interval", "1s"}, &stdout, &stderr)
+	}()
+	defer func() { cancel(); <-done }()
+	re := regexp.MustCompile(`serving http://([0-9.:]+)/metrics`)
+	var addr string
+	for deadline := time.Now().Add(20 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("agent did not start: %s", stderr.String())
+		}
+		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range 600 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if i%2 == 0 {
+			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n") // headers never finished
+		}
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		for _, p := range []string{"/healthz", "/metrics"} {
+			resp, err := client.Get("http://" + addr + p)
+			if err != nil {
+				t.Fatalf("GET %s during the flood: %v", p, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET %s during the flood: %s (collection stalled?)", p, resp.Status)
+			}
+		}
+	}
+	// The profiler is not open to the network by default; on loopback it is.
+	if resp, err := client.Get("http://" + addr + "/debug/pprof/"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("pprof from loopback: %v", err)
+	}
+}

@@ -258,3 +258,5 @@ func TestAccessTable(t *testing.T) {
 		}
 	}
 }
+
+func authInsecure() auth.Options { return auth.Options{Insecure: true} }
