@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -36,6 +37,16 @@ func (p promDuration) Set(s string) error {
 		return err
 	}
 	*p.d = time.Duration(d)
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
 	return nil
 }
 
@@ -82,6 +93,14 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	var sec securityFlags
 	sec.register(fs, true)
+	ro := &server.RulesOptions{}
+	var ruleFiles, alertmanagers stringList
+	fs.Var(&ruleFiles, "rules", "more Prometheus rule files (repeatable; globs); a group named like a built-in group replaces it")
+	fs.BoolVar(&ro.Builtin, "rules.builtin", true, "evaluate the alerting and recording rules built into the binary (alerts/*.rules.yml)")
+	fs.DurationVar(&ro.Interval, "rules.interval", 15*time.Second, "how often rules are evaluated")
+	fs.Var(&alertmanagers, "alertmanager.url", "Alertmanager to send alerts to (http://host:9093; repeatable)")
+	fs.StringVar(&ro.ExternalURL, "web.external-url", "", "this server's URL as people reach it (alerts link to it)")
+	fs.StringVar(&ro.RunbookBase, "alerts.runbook-base", "", "where the built-in alerts' runbook_url points (default: the runbooks in gpuwatch's repository)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch server [flags]")
 		fmt.Fprintln(stderr)
@@ -147,6 +166,12 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else if set["placement.interval"] || set["placement.slurm"] {
 		return fmt.Errorf("%w: --placement.* need --placement", errUsage)
+	}
+	ro.Files, ro.Alertmanagers = ruleFiles, alertmanagers
+	if o.StoreURL == "" {
+		o.Rules = ro
+	} else if len(ruleFiles) > 0 || len(alertmanagers) > 0 {
+		return fmt.Errorf("%w: with --store.url the external store evaluates rules: load alerts/*.rules.yml and your files into vmalert or Prometheus (docs/alerts.md); --rules and --alertmanager.url belong to the embedded store", errUsage)
 	}
 	if *otlp != "" {
 		shutdown, err := service.SetupTracing(ctx, *otlp)

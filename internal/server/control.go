@@ -108,6 +108,10 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.placement.Run(ctx) }()
 	}
+	if s.rules != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.rules.run(ctx) }()
+	}
 	wg.Wait()
 	return nil
 }

@@ -73,6 +73,11 @@ type Options struct {
 	// Placement, when set, runs the placement service (snapshot, place,
 	// release, explain, the kube-scheduler extender).
 	Placement *PlacementOptions
+	// Rules, when set, evaluates recording and alerting rules over the
+	// embedded store and sends alerts to Alertmanager. With StoreURL the
+	// external store's own rule evaluator (vmalert, Prometheus) runs the same
+	// files; the server does not.
+	Rules *RulesOptions
 	// Clock is the control plane's clock; nil is time.Now. The fair-share
 	// feeder reads it for "now" (feed.Options.Now), and the drain controller
 	// uses it unless DrainOptions.Clock is set. `gpuwatch demo` passes its
@@ -101,6 +106,7 @@ type Server struct {
 	fairshareHooks []func(*fairshare.Standing)
 	drain          *drain.Controller // nil unless Options.Drain
 	placement      *service.Service  // nil unless Options.Placement
+	rules          *ruleEngine       // nil unless Options.Rules and the embedded store
 }
 
 // New opens the store and builds the HTTP handler.
@@ -153,6 +159,13 @@ func New(opts Options) (*Server, error) {
 	mux.Handle("/api/v1/", api.NewHandler(st.Queryable(), st.Engine(), api.Options{
 		GPUWatchVersion: opts.Version, Metadata: telemetry.Metrics, Logger: opts.Logger}))
 	if err := s.control(mux, reg); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := s.startRules(mux, reg); err != nil {
+		if s.drain != nil {
+			s.drain.Close()
+		}
 		st.Close()
 		return nil, err
 	}
