@@ -538,6 +538,7 @@ func (cp *controlPrinter) lines() ([]ctlLine, []string, error) {
 	}
 	// At one time, the decision before the actuator's call.
 	out = append(out, notes...)
+	out = append(out, cp.ds.alerts.take()...)
 	slices.SortStableFunc(out, func(a, b ctlLine) int { return a.at.Compare(b.at) })
 	return out, reboots, nil
 }

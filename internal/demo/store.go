@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,6 +48,7 @@ type demoServer struct {
 	client *http.Client
 	push   *pushRecorder
 	tokens *demoTokens
+	alerts *alertLog
 
 	cancel context.CancelFunc // of the control loops (drain worker, fair-share feeder)
 	done   chan struct{}
@@ -85,7 +88,11 @@ func startServer(o Options, dir string, nodes []string, c control) (*demoServer,
 	// Simulated time at more than 1x outruns the wall clock; the demo's store takes
 	// the agents' clock as it is.
 	lim.MaxFutureSkew = 0
+	alog := &alertLog{}
 	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now, Auth: auth.Options{Tokens: tf},
+		// The server's own rule evaluation, every 15 s of simulated time; the
+		// demo prints each alert as it fires and resolves.
+		Rules:     &server.RulesOptions{Builtin: true, Interval: wallEvery(15*time.Second, o.Speed), OnAlert: alog.add},
 		FairShare: c.fairShare, FairShareInterval: c.fairShareEvery,
 		Drain: &server.DrainOptions{Policy: c.policy, Actuator: c.act, ActuatorName: c.act.kind(), Workloads: c.workloads,
 			// The worker looks for due actions (probation ends, retries) often
@@ -112,7 +119,7 @@ func startServer(o Options, dir string, nodes []string, c control) (*demoServer,
 		return nil, fmt.Errorf("--server-listen %q: cannot serve the demo's gpuwatch server: %w", addr, err)
 	}
 	push := newPushRecorder(srv.Handler(), c.now)
-	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note, push: push, tokens: tokens,
+	ds := &demoServer{srv: srv, url: "http://" + ln.Addr().String(), dir: sdir, note: note, push: push, tokens: tokens, alerts: alog,
 		http:   &http.Server{Handler: push, ReadHeaderTimeout: 10 * time.Second},
 		client: &http.Client{Timeout: 10 * time.Second, Transport: tokens.transport(tokenAdmin)}}
 	go ds.http.Serve(ln)
@@ -268,4 +275,49 @@ func (ds *demoServer) metrics() (map[string]float64, error) {
 		return nil, fmt.Errorf("the demo's gpuwatch server: reading /metrics: %w", err)
 	}
 	return out, nil
+}
+
+// alertLog collects the server's alert transitions for the live output.
+type alertLog struct {
+	mu     sync.Mutex
+	events []server.AlertEvent
+	fired  int
+}
+
+func (l *alertLog) add(e server.AlertEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+	if e.State == "firing" {
+		l.fired++
+	}
+}
+
+// take returns the transitions since the last call as lines of the story.
+func (l *alertLog) take() []ctlLine {
+	l.mu.Lock()
+	evs := l.events
+	l.events = nil
+	l.mu.Unlock()
+	out := make([]ctlLine, 0, len(evs))
+	for _, e := range evs {
+		node := cmp.Or(e.Labels["node"], e.Labels["Hostname"], e.Labels["hostname"], "fleet")
+		text := fmt.Sprintf("alert %s [%s]", e.Name, e.Labels["severity"])
+		if e.State == "firing" {
+			if s := e.Annotations["summary"]; s != "" {
+				text += ": " + s
+			}
+		} else {
+			text += " resolved"
+		}
+		out = append(out, ctlLine{at: e.At, node: node, text: text})
+	}
+	return out
+}
+
+// Fired is how many alerts fired during the run.
+func (l *alertLog) Fired() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fired
 }

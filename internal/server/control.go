@@ -109,8 +109,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); s.placement.Run(ctx) }()
 	}
 	if s.rules != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.rules.run(ctx) }()
+		s.rules.start()
 	}
 	wg.Wait()
 	return nil

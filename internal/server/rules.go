@@ -77,6 +77,9 @@ type ruleEngine struct {
 
 	mu     sync.Mutex
 	firing map[uint64]bool
+
+	once, stopOnce sync.Once
+	wg             sync.WaitGroup
 }
 
 // startRules builds the rule engine over the embedded store.
@@ -176,16 +179,27 @@ func (e *ruleEngine) reload() error {
 	return e.manager.Update(e.opts.Interval, files, labels.EmptyLabels(), e.opts.ExternalURL, e.iteration)
 }
 
-func (e *ruleEngine) run(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e.notifier.Run(e.tsets) }()
-	go func() { defer wg.Done(); e.manager.Run() }()
-	<-ctx.Done()
-	e.manager.Stop()
-	e.notifier.Stop()
-	close(e.tsets)
-	wg.Wait()
+// start runs the rules manager and the notifier, once: Prometheus's
+// managers cannot be restarted, so they run from the first Server.Run until
+// Server.Close, however often Run is called (the demo pauses its control
+// loops).
+func (e *ruleEngine) start() {
+	e.once.Do(func() {
+		e.wg.Add(2)
+		go func() { defer e.wg.Done(); e.notifier.Run(e.tsets) }()
+		go func() { defer e.wg.Done(); e.manager.Run() }()
+	})
+}
+
+// stop stops evaluation and sends what is queued.
+func (e *ruleEngine) stop() {
+	e.once.Do(func() {}) // never started: nothing runs
+	e.stopOnce.Do(func() {
+		e.manager.Stop()
+		e.notifier.Stop()
+		close(e.tsets)
+		e.wg.Wait()
+	})
 }
 
 // transitions tells OnAlert about alerts that start firing or resolve.

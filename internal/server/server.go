@@ -220,6 +220,9 @@ func (s *Server) Appender() store.Appender {
 // to the WAL).
 func (s *Server) Close(ctx context.Context) error {
 	var errs []error
+	if s.rules != nil {
+		s.rules.stop()
+	}
 	if s.drain != nil {
 		errs = append(errs, s.drain.Close())
 	}
