@@ -356,8 +356,16 @@ func statePath(from, to telemetry.State) []telemetry.State {
 // Observe takes one node health report. It is called on every pushed report: without
 // a decision it only updates counters in memory; a decision or a state change is
 // audited and saved before Observe returns. Actuations happen later, in Run.
+//
+// A report whose node name fails CheckNodeName is dropped (and logged): no
+// actuator could act on that node, and a name such as "gpu[01-04]" or "ALL"
+// would reach more than one node if one tried.
 func (c *Controller) Observe(r health.Report) {
 	if r.Node == "" {
+		return
+	}
+	if err := CheckNodeName(r.Node); err != nil {
+		c.log.Warn("drain: health report ignored", "err", err)
 		return
 	}
 	now := c.now()
@@ -720,11 +728,17 @@ func (c *Controller) signal() {
 // ManualDrain drains a node on a person's word. The reason is theirs and must not
 // start with ReasonPrefix: automation never resumes a manual drain, and it does not
 // count against the budget. user names who asked (audited).
+//
+// The node must pass CheckNodeName. The reason and the user are stored as one
+// line of printable UTF-8 (see sanitize), the reason cut to MaxReason bytes and
+// the user to 100; what is left must not be empty.
 func (c *Controller) ManualDrain(node, reason, user string) error {
-	reason = sanitize(reason)
+	reason, user = clean(reason, MaxReason), clean(user, maxUser)
 	switch {
 	case node == "":
 		return errors.New("manual drain: no node given")
+	case CheckNodeName(node) != nil:
+		return fmt.Errorf("manual drain: node: %w", CheckNodeName(node))
 	case user == "":
 		return fmt.Errorf("manual drain of %s: no user given (the audit log records who drained)", node)
 	case reason == "":
@@ -732,7 +746,6 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 	case Owned(reason):
 		return fmt.Errorf("manual drain of %s: the reason must not start with %q, which marks drains automation may undo", node, ReasonPrefix)
 	}
-	reason = cut(reason, MaxReason)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.track0(node)
@@ -752,9 +765,12 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 // The conditions active now are acknowledged: they do not drain the node again until
 // they clear and come back.
 func (c *Controller) ManualResume(node, user string) error {
+	user = clean(user, maxUser)
 	switch {
 	case node == "":
 		return errors.New("manual resume: no node given")
+	case CheckNodeName(node) != nil:
+		return fmt.Errorf("manual resume: node: %w", CheckNodeName(node))
 	case user == "":
 		return fmt.Errorf("manual resume of %s: no user given (the audit log records who resumed)", node)
 	}
@@ -791,6 +807,7 @@ func (c *Controller) track0(node string) *nodeTrack {
 // ResetBudget closes a tripped circuit breaker and empties the window, on a person's
 // word (audited): automation may drain again.
 func (c *Controller) ResetBudget(user string) error {
+	user = clean(user, maxUser)
 	if user == "" {
 		return errors.New("budget reset: no user given (the audit log records who reset)")
 	}
