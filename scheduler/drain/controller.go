@@ -31,6 +31,14 @@ type Options struct {
 	// Clock returns the current time (nil: time.Now). Hysteresis, probation,
 	// back-off and the budget window all read it, so tests drive time.
 	Clock func() time.Time
+	// Monotonic is a clock that is never stepped: the time elapsed since any
+	// fixed point. The controller compares it with Clock to notice when the
+	// wall clock is stepped (NTP, a person, a VM resumed) and moves its timers
+	// by the step, so that hysteresis, probation, back-off, verification and
+	// the budget window measure elapsed time (see ClockStepMin). Nil: Go's
+	// monotonic clock when Clock is nil as well; with a Clock of its own (a
+	// simulated one) and no Monotonic, only backward steps are noticed.
+	Monotonic func() time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
 	// Workloads names the work to evacuate for modes drain and requeue: the
@@ -59,7 +67,8 @@ type Controller struct {
 	opts  Options
 	pol   *Policy
 	act   Actuator
-	now   func() time.Time
+	now   func() time.Time     // the wall clock, without Go's monotonic reading
+	mono  func() time.Duration // nil: backward steps only
 	log   *slog.Logger
 	audit *auditLog
 	path  string
@@ -74,7 +83,15 @@ type Controller struct {
 	saveErr error
 	actions map[[2]string]float64 // {action, outcome} → count
 	latency prometheus.Histogram
+	// The last reading of both clocks, to notice steps (c.mu).
+	lastWall time.Time
+	lastMono time.Duration
 }
+
+// ClockStepMin is the smallest difference between the wall clock's and the
+// monotonic clock's progress that the controller takes for a step of the wall
+// clock; NTP's slewing stays far below it.
+const ClockStepMin = time.Second
 
 // nodeTrack is the controller's view of one node (persisted).
 type nodeTrack struct {
@@ -204,6 +221,10 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+		if opts.Monotonic == nil {
+			start := time.Now()
+			opts.Monotonic = func() time.Duration { return time.Since(start) }
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -223,8 +244,13 @@ func New(opts Options) (*Controller, error) {
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("cannot create drain state directory: %w", err)
 	}
+	clock := opts.Clock
 	c := &Controller{
-		opts: opts, pol: pol, act: opts.Actuator, now: opts.Clock, log: opts.Logger,
+		opts: opts, pol: pol, act: opts.Actuator, log: opts.Logger, mono: opts.Monotonic,
+		// Round(0) drops the monotonic reading time.Now carries: every
+		// difference the controller takes is between wall times, whose steps
+		// tick notices and evens out, also across restarts.
+		now:     func() time.Time { return clock().Round(0) },
 		path:    filepath.Join(opts.Dir, StateFileName),
 		wake:    make(chan struct{}, 1),
 		nodes:   map[string]*nodeTrack{},
@@ -260,8 +286,83 @@ func New(opts Options) (*Controller, error) {
 		}
 	case sf != nil:
 		c.nodes, c.budget, c.nextID = sf.Nodes, sf.Budget, max(sf.NextID, 1)
+		// The clock is behind the last save: it was stepped back while the
+		// controller was down. Move the timers back with it (the downtime counts
+		// as none), or they would wait for the clock to catch up. A clock ahead
+		// of the last save cannot be told from downtime and is taken as such.
+		if back := now.Sub(sf.Saved); !sf.Saved.IsZero() && back <= -ClockStepMin {
+			c.shiftLocked(back, fmt.Sprintf("the wall clock is %s behind the state saved at %s: stepped back while the controller was down",
+				-back, sf.Saved.UTC().Format(time.RFC3339)))
+			c.saveLocked()
+		}
+	}
+	c.lastWall = now
+	if c.mono != nil {
+		c.lastMono = c.mono()
 	}
 	return c, nil
+}
+
+// tick reads the clock and, when the wall clock was stepped since the last
+// reading, moves every timer by the step (c.mu held). With a monotonic clock a
+// step is the difference between the two clocks' progress; without one, only a
+// wall clock that went back is a step. Every entry point calls it before it
+// reads the time, so windows measure elapsed time whatever the wall clock does.
+func (c *Controller) tick() time.Time {
+	now := c.now()
+	var step time.Duration
+	var elapsed string
+	if c.mono != nil {
+		m := c.mono()
+		if !c.lastWall.IsZero() {
+			step = now.Sub(c.lastWall) - (m - c.lastMono)
+			elapsed = fmt.Sprintf(" while %s passed", (m - c.lastMono).Round(time.Millisecond))
+		}
+		c.lastMono = m
+	} else if now.Before(c.lastWall) {
+		step = now.Sub(c.lastWall)
+	}
+	c.lastWall = now
+	if step >= ClockStepMin || step <= -ClockStepMin {
+		dir := "forward"
+		if step < 0 {
+			dir = "back"
+		}
+		c.shiftLocked(step, fmt.Sprintf("the wall clock stepped %s by %s%s", dir, step.Abs(), elapsed))
+		c.saveLocked()
+	}
+	return now
+}
+
+// shiftLocked moves every timer the controller keeps by d, audited (c.mu held):
+// what was 5 minutes ago before a step is 5 minutes ago after it.
+func (c *Controller) shiftLocked(d time.Duration, why string) {
+	mv := func(ts ...*time.Time) {
+		for _, t := range ts {
+			if !t.IsZero() {
+				*t = t.Add(d)
+			}
+		}
+	}
+	for _, t := range c.nodes {
+		mv(&t.Since, &t.LastReport, &t.ProbationSince, &t.Verified)
+		for _, ct := range t.Conds {
+			mv(&ct.First, &ct.CleanSince, &ct.ActiveSince)
+		}
+		if t.Incident != nil {
+			mv(&t.Incident.Decided)
+		}
+		if t.Pending != nil {
+			mv(&t.Pending.Created, &t.Pending.NextAttempt)
+		}
+	}
+	for i := range c.budget.Entries {
+		mv(&c.budget.Entries[i].At)
+	}
+	mv(&c.budget.TrippedAt)
+	c.log.Warn("drain: clock step; timers moved with it", "step", d, "why", why)
+	c.record(AuditRecord{Event: "clock", Outcome: OutcomeRecorded,
+		Note: why + ": hysteresis, probation, back-off, verification and budget timers moved with it, so they measure elapsed time"})
 }
 
 // Policy returns the policy in force.
@@ -368,9 +469,9 @@ func (c *Controller) Observe(r health.Report) {
 		c.log.Warn("drain: health report ignored", "err", err)
 		return
 	}
-	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.tick()
 	t, ok := c.nodes[r.Node]
 	if !ok {
 		t = &nodeTrack{Since: now}
@@ -748,8 +849,9 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.tick()
 	t := c.track0(node)
-	t.Incident = &incident{Mode: ModeCordon, Reason: reason, Decided: c.now(), Manual: true, User: user, GPUCount: t.GPUCount}
+	t.Incident = &incident{Mode: ModeCordon, Reason: reason, Decided: now, Manual: true, User: user, GPUCount: t.GPUCount}
 	t.Stuck, t.Held, t.WaitingBudget = "", "", false
 	if t.State != telemetry.StateDraining && t.State != telemetry.StateDrained {
 		c.setState(node, t, telemetry.StateDraining, "manual drain by "+user)
@@ -776,6 +878,7 @@ func (c *Controller) ManualResume(node, user string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick()
 	t := c.track0(node)
 	if t.Acked == nil {
 		t.Acked = map[string]bool{}
@@ -813,7 +916,7 @@ func (c *Controller) ResetBudget(user string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	was := c.budgetStatusLocked(c.now())
+	was := c.budgetStatusLocked(c.tick())
 	c.budget = budgetState{}
 	for _, t := range c.nodes {
 		t.WaitingBudget = false
@@ -864,9 +967,9 @@ func (c *Controller) Process(ctx context.Context) int {
 	done := map[uint64]bool{}
 	total := 0
 	for range 4 {
-		now := c.now()
 		var work []due
 		c.mu.Lock()
+		now := c.tick()
 		for name, t := range c.nodes {
 			if p := t.Pending; p != nil && !p.NextAttempt.After(now) && !done[p.ID] {
 				work = append(work, due{name, *p})
@@ -895,9 +998,9 @@ func (c *Controller) Process(ctx context.Context) int {
 // whose agent has been silent longer than MaxReportGap is left until it reports
 // (the gap then restarts its probation).
 func (c *Controller) sweep() {
-	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.tick()
 	changed := false
 	for name, t := range c.nodes {
 		if t.State != telemetry.StateProbation || t.Pending != nil || t.LastReport.IsZero() ||
@@ -921,9 +1024,9 @@ func (c *Controller) verify(ctx context.Context) {
 	if c.pol.DryRun {
 		return
 	}
-	now := c.now()
 	var check []string
 	c.mu.Lock()
+	now := c.tick()
 	for name, t := range c.nodes {
 		if t.State != telemetry.StateDrained || t.Pending != nil || t.Stuck != "" || t.Incident == nil ||
 			!t.Incident.Owned || t.Incident.Manual || now.Sub(t.Verified) < c.opts.VerifyInterval {
@@ -948,7 +1051,7 @@ func (c *Controller) verify(ctx context.Context) {
 			c.mu.Unlock()
 			continue
 		}
-		t.Verified = c.now()
+		t.Verified = c.tick()
 		switch {
 		case drained && !Owned(reason):
 			t.Incident.Owned, t.Held = false, reason
@@ -980,6 +1083,7 @@ func (c *Controller) execute(ctx context.Context, node string, a action) {
 	res := c.attempt(ctx, node, a)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick() // the call may have taken long enough for the clock to step
 	t := c.nodes[node]
 	if t == nil || t.Pending == nil || t.Pending.ID != a.ID {
 		return // superseded while the call ran

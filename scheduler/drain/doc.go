@@ -33,6 +33,9 @@
 //     gpuwatch resumed the node; ManualResume is the way to override.
 //   - Node state moves only along telemetry.State.CanTransition (each step audited as
 //     a transition).
+//   - Every window (hysteresis, probation, back-off, verification, budget) measures
+//     elapsed time: a step of the wall clock, noticed against the monotonic clock
+//     (Options.Monotonic), moves every timer with it (audited as event clock).
 //
 // # States
 //

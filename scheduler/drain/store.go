@@ -50,7 +50,8 @@ type AuditRecord struct {
 	GPU  string    `json:"gpu,omitempty"` // UUID, or the index when the UUID is unknown
 	// Event is decision (automation decided something), actuation (the worker
 	// called the actuator), transition (a node changed state), manual (a person
-	// asked) or budget (the circuit breaker changed).
+	// asked), budget (the circuit breaker changed) or clock (the wall clock was
+	// stepped and the controller's timers moved with it).
 	Event string `json:"event"`
 	// Action is cordon, drain, requeue, reboot, evacuate, resume, exclude-gpu,
 	// include-gpu, probation or budget-reset.
