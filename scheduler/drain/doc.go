@@ -26,7 +26,9 @@
 //   - Every decision, actuation attempt and state transition is one fsync'd line of
 //     the audit log; the controller state is saved atomically before Observe returns
 //     a decision and after each actuation, so a restart loses no decision, pending
-//     action or budget entry.
+//     action or budget entry. The log is written before the state; the state records
+//     the log's length, and a restart after a crash audits (event recovery) the
+//     records written after the last save and the state each node was restored to.
 //   - While a drain-rule condition persists on a node gpuwatch holds drained, the
 //     worker checks every Options.VerifyInterval that the drain is still in place
 //     and re-asserts it (as a cordon, no new budget) if a reboot or someone outside
