@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -23,6 +24,9 @@ func Owned(reason string) bool { return strings.HasPrefix(strings.TrimSpace(reas
 
 // MaxReason is the longest reason the controller hands an actuator, in bytes.
 const MaxReason = 200
+
+// maxUser is the longest user name a manual request stores, in bytes.
+const maxUser = 100
 
 // Actuator is the scheduler-side hand of the controller: Slurm (scontrol) or
 // Kubernetes (cordon, taint, condition). The controller calls it from one worker
@@ -123,10 +127,50 @@ func conditionName(c telemetry.Condition) string {
 	return string(c.Kind)
 }
 
-// sanitize makes s one line of printable text.
+// sanitize makes s one line of printable, valid UTF-8: invalid bytes become
+// U+FFFD, runs of blanks, line breaks (also U+2028, U+0085) and control
+// characters one space, and format characters (bidi overrides, zero-width
+// spaces: text that reads differently from what it is) are dropped. Reasons and
+// user names go to the audit log, the state file, Slurm's Reason= and
+// Kubernetes annotations as they come out of here.
 func sanitize(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f || r == ' ' }), " ")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 }
+
+// CheckNodeName reports whether node can name one node to an actuator: a
+// gpuwatch node name (telemetry.ParseNodeID: printable ASCII without blanks,
+// quotes or '/'), at most 253 bytes (a DNS name), and nothing a scheduler
+// would read as something else: no Slurm host list (',', '[', ']'), no
+// key=value, no leading '-' (an option), not ALL.
+func CheckNodeName(node string) error {
+	if _, err := telemetry.ParseNodeID(node); err != nil {
+		return err
+	}
+	switch {
+	case len(node) > maxNodeName:
+		return fmt.Errorf("invalid node name %.40q…: longer than %d bytes", node, maxNodeName)
+	case strings.ContainsAny(node, ",[]="):
+		return fmt.Errorf("invalid node name %q: ',', '[', ']' and '=' are host list and key=value syntax", node)
+	case strings.HasPrefix(node, "-"):
+		return fmt.Errorf("invalid node name %q: starts with '-'", node)
+	case strings.EqualFold(node, "ALL"):
+		return fmt.Errorf("invalid node name %q: Slurm reads it as every node", node)
+	}
+	return nil
+}
+
+// maxNodeName is the longest node name accepted (a DNS name's limit).
+const maxNodeName = 253
+
+// clean is sanitize, cut to at most n bytes.
+func clean(s string, n int) string { return strings.TrimSpace(cut(sanitize(s), n)) }
 
 func cut(s string, n int) string {
 	if len(s) <= n {

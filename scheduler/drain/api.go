@@ -73,6 +73,7 @@ type Exclusion struct {
 func (c *Controller) Nodes() []NodeStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick()
 	out := make([]NodeStatus, 0, len(c.nodes))
 	for name, t := range c.nodes {
 		out = append(out, c.nodeStatus(name, t))
@@ -85,6 +86,7 @@ func (c *Controller) Nodes() []NodeStatus {
 func (c *Controller) Node(name string) (NodeStatus, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick()
 	t, ok := c.nodes[name]
 	if !ok {
 		return NodeStatus{}, false
@@ -153,6 +155,7 @@ func (c *Controller) nodeStatus(name string, t *nodeTrack) NodeStatus {
 func (c *Controller) Exclusions() []Exclusion {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick()
 	out := []Exclusion{}
 	for name, t := range c.nodes {
 		if held := t.State == telemetry.StateDraining || t.State == telemetry.StateDrained || t.State == telemetry.StateProbation; held || t.Held != "" {
@@ -188,7 +191,7 @@ func (c *Controller) Exclusions() []Exclusion {
 func (c *Controller) Budget() BudgetStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.budgetStatusLocked(c.now())
+	return c.budgetStatusLocked(c.tick())
 }
 
 // Audit returns the audit records at or after since, oldest first; with limit > 0
@@ -224,7 +227,7 @@ func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Controller) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	b := c.budgetStatusLocked(c.now())
+	b := c.budgetStatusLocked(c.tick())
 	var states [telemetry.StateProbation + 1]int
 	for _, t := range c.nodes {
 		if t.State.Valid() {

@@ -31,6 +31,14 @@ type Options struct {
 	// Clock returns the current time (nil: time.Now). Hysteresis, probation,
 	// back-off and the budget window all read it, so tests drive time.
 	Clock func() time.Time
+	// Monotonic is a clock that is never stepped: the time elapsed since any
+	// fixed point. The controller compares it with Clock to notice when the
+	// wall clock is stepped (NTP, a person, a VM resumed) and moves its timers
+	// by the step, so that hysteresis, probation, back-off, verification and
+	// the budget window measure elapsed time (see ClockStepMin). Nil: Go's
+	// monotonic clock when Clock is nil as well; with a Clock of its own (a
+	// simulated one) and no Monotonic, only backward steps are noticed.
+	Monotonic func() time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
 	// Workloads names the work to evacuate for modes drain and requeue: the
@@ -59,7 +67,8 @@ type Controller struct {
 	opts  Options
 	pol   *Policy
 	act   Actuator
-	now   func() time.Time
+	now   func() time.Time     // the wall clock, without Go's monotonic reading
+	mono  func() time.Duration // nil: backward steps only
 	log   *slog.Logger
 	audit *auditLog
 	path  string
@@ -74,7 +83,15 @@ type Controller struct {
 	saveErr error
 	actions map[[2]string]float64 // {action, outcome} → count
 	latency prometheus.Histogram
+	// The last reading of both clocks, to notice steps (c.mu).
+	lastWall time.Time
+	lastMono time.Duration
 }
+
+// ClockStepMin is the smallest difference between the wall clock's and the
+// monotonic clock's progress that the controller takes for a step of the wall
+// clock; NTP's slewing stays far below it.
+const ClockStepMin = time.Second
 
 // nodeTrack is the controller's view of one node (persisted).
 type nodeTrack struct {
@@ -204,6 +221,10 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+		if opts.Monotonic == nil {
+			start := time.Now()
+			opts.Monotonic = func() time.Duration { return time.Since(start) }
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -223,8 +244,13 @@ func New(opts Options) (*Controller, error) {
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("cannot create drain state directory: %w", err)
 	}
+	clock := opts.Clock
 	c := &Controller{
-		opts: opts, pol: pol, act: opts.Actuator, now: opts.Clock, log: opts.Logger,
+		opts: opts, pol: pol, act: opts.Actuator, log: opts.Logger, mono: opts.Monotonic,
+		// Round(0) drops the monotonic reading time.Now carries: every
+		// difference the controller takes is between wall times, whose steps
+		// tick notices and evens out, also across restarts.
+		now:     func() time.Time { return clock().Round(0) },
 		path:    filepath.Join(opts.Dir, StateFileName),
 		wake:    make(chan struct{}, 1),
 		nodes:   map[string]*nodeTrack{},
@@ -260,8 +286,188 @@ func New(opts Options) (*Controller, error) {
 		}
 	case sf != nil:
 		c.nodes, c.budget, c.nextID = sf.Nodes, sf.Budget, max(sf.NextID, 1)
+		// The clock is behind the last save: it was stepped back while the
+		// controller was down. Move the timers back with it (the downtime counts
+		// as none), or they would wait for the clock to catch up. A clock ahead
+		// of the last save cannot be told from downtime and is taken as such.
+		if back := now.Sub(sf.Saved); !sf.Saved.IsZero() && back <= -ClockStepMin {
+			c.shiftLocked(back, fmt.Sprintf("the wall clock is %s behind the state saved at %s: stepped back while the controller was down",
+				-back, sf.Saved.UTC().Format(time.RFC3339)))
+			c.saveLocked()
+		}
+	}
+	if n := removeStaleTemps(c.path); n > 0 {
+		c.log.Warn("drain: removed temporary state files a crash left", "count", n)
+	}
+	var saved int64 // no state file (or an unreadable one): nothing in the log is in the state
+	switch {
+	case sf != nil && sf.AuditSize == nil:
+		saved = c.audit.opened // written before audit sizes were kept: only a torn line can be told
+	case sf != nil:
+		saved = *sf.AuditSize
+	}
+	if c.recoverAudit(saved) {
+		c.saveLocked()
+	}
+	c.lastWall = now
+	if c.mono != nil {
+		c.lastMono = c.mono()
 	}
 	return c, nil
+}
+
+// recoverAudit audits what a crash left behind, and reports whether it wrote
+// anything (New, before anyone else holds c): a torn last line of the audit
+// log, and the records written after the last save (from byte saved on). The
+// state as saved is the truth: a decision those records tell of and the saved
+// state lacks was never acted on (the worker only acts on saved decisions) and
+// is made again on the node's next reports; an actuation they tell of and the
+// saved state still has pending is tried again, and the worker reads the
+// scheduler's state first, so what took effect is not repeated. One recovery
+// record per node they mention says what the log last said of it (From) and
+// what it was restored to (To), so that replaying the log's transitions and
+// recovery records gives the controller's state.
+func (c *Controller) recoverAudit(saved int64) bool {
+	a := c.audit
+	wrote := false
+	type seen struct {
+		n     int
+		last  string
+		kinds []string
+	}
+	per := map[string]*seen{}
+	var nodes []string
+	others := 0
+	switch {
+	case a.opened < saved:
+		c.record(AuditRecord{Event: "recovery", Outcome: OutcomeRecorded, Note: fmt.Sprintf(
+			"the audit log has %d bytes, fewer than the %d it had when the state was saved: it was truncated or replaced outside gpuwatch",
+			a.opened, saved)})
+		wrote = true
+	case a.opened > saved:
+		_, err := scanAudit(a.path, saved, a.opened, func(r AuditRecord) {
+			if r.Node == "" {
+				others++
+				return
+			}
+			sn := per[r.Node]
+			if sn == nil {
+				sn = &seen{}
+				per[r.Node] = sn
+				nodes = append(nodes, r.Node)
+			}
+			sn.n++
+			what := r.Event
+			switch r.Event {
+			case "transition":
+				sn.last = r.To
+				what += " " + r.From + "→" + r.To
+			default:
+				if r.Action != "" {
+					what += " " + r.Action
+				}
+				if r.Outcome != "" && r.Outcome != OutcomeRecorded {
+					what += " (" + string(r.Outcome) + ")"
+				}
+			}
+			if !slices.Contains(sn.kinds, what) {
+				sn.kinds = append(sn.kinds, what)
+			}
+		})
+		if err != nil {
+			c.log.Error("drain: cannot read the audit log's records after the last save", "err", err)
+		}
+	}
+	if a.torn > 0 {
+		c.log.Warn("drain: the audit log ended in a torn line (a crash in the middle of a write); ended it, readers skip it", "bytes", a.torn)
+		c.record(AuditRecord{Event: "recovery", Outcome: OutcomeRecorded, Note: fmt.Sprintf(
+			"the audit log ended in a torn line of %d bytes, a write cut short by a crash: it was ended with a newline, and readers skip it", a.torn)})
+		wrote = true
+	}
+	for _, node := range nodes {
+		sn := per[node]
+		restored := telemetry.StateHealthy
+		note := ""
+		if t := c.nodes[node]; t != nil {
+			restored = t.State
+			if t.Pending != nil {
+				note = fmt.Sprintf("; %s pending: the scheduler's state is read before it is tried again, so what took effect is not repeated", t.Pending.label())
+			}
+		}
+		c.log.Warn("drain: audit records after the last save: restored from the saved state", "node", node, "records", sn.n, "restored", restored)
+		c.record(AuditRecord{Node: node, Event: "recovery", From: sn.last, To: restored.String(), Outcome: OutcomeRecorded, Note: fmt.Sprintf(
+			"restart after a crash: %d audit records about %s were written after the last state save (%s); restored as %s from the saved state: a decision not saved is void (automation decides again on the node's next reports; a person asks again)%s",
+			sn.n, node, strings.Join(sn.kinds, ", "), restored, note)})
+		wrote = true
+	}
+	if others > 0 {
+		c.record(AuditRecord{Event: "recovery", Outcome: OutcomeRecorded, Note: fmt.Sprintf(
+			"restart after a crash: %d audit records about no one node (budget, clock) were written after the last state save; the saved state is restored", others)})
+		wrote = true
+	}
+	return wrote
+}
+
+// tick reads the clock and, when the wall clock was stepped since the last
+// reading, moves every timer by the step (c.mu held). With a monotonic clock a
+// step is the difference between the two clocks' progress; without one, only a
+// wall clock that went back is a step. Every entry point calls it before it
+// reads the time, so windows measure elapsed time whatever the wall clock does.
+func (c *Controller) tick() time.Time {
+	now := c.now()
+	var step time.Duration
+	var elapsed string
+	if c.mono != nil {
+		m := c.mono()
+		if !c.lastWall.IsZero() {
+			step = now.Sub(c.lastWall) - (m - c.lastMono)
+			elapsed = fmt.Sprintf(" while %s passed", (m - c.lastMono).Round(time.Millisecond))
+		}
+		c.lastMono = m
+	} else if now.Before(c.lastWall) {
+		step = now.Sub(c.lastWall)
+	}
+	c.lastWall = now
+	if step >= ClockStepMin || step <= -ClockStepMin {
+		dir := "forward"
+		if step < 0 {
+			dir = "back"
+		}
+		c.shiftLocked(step, fmt.Sprintf("the wall clock stepped %s by %s%s", dir, step.Abs(), elapsed))
+		c.saveLocked()
+	}
+	return now
+}
+
+// shiftLocked moves every timer the controller keeps by d, audited (c.mu held):
+// what was 5 minutes ago before a step is 5 minutes ago after it.
+func (c *Controller) shiftLocked(d time.Duration, why string) {
+	mv := func(ts ...*time.Time) {
+		for _, t := range ts {
+			if !t.IsZero() {
+				*t = t.Add(d)
+			}
+		}
+	}
+	for _, t := range c.nodes {
+		mv(&t.Since, &t.LastReport, &t.ProbationSince, &t.Verified)
+		for _, ct := range t.Conds {
+			mv(&ct.First, &ct.CleanSince, &ct.ActiveSince)
+		}
+		if t.Incident != nil {
+			mv(&t.Incident.Decided)
+		}
+		if t.Pending != nil {
+			mv(&t.Pending.Created, &t.Pending.NextAttempt)
+		}
+	}
+	for i := range c.budget.Entries {
+		mv(&c.budget.Entries[i].At)
+	}
+	mv(&c.budget.TrippedAt)
+	c.log.Warn("drain: clock step; timers moved with it", "step", d, "why", why)
+	c.record(AuditRecord{Event: "clock", Outcome: OutcomeRecorded,
+		Note: why + ": hysteresis, probation, back-off, verification and budget timers moved with it, so they measure elapsed time"})
 }
 
 // Policy returns the policy in force.
@@ -293,7 +499,9 @@ func (c *Controller) count(action string, o Outcome) { c.actions[[2]string{actio
 
 // saveLocked writes the state file atomically (c.mu held).
 func (c *Controller) saveLocked() error {
-	sf := stateFile{Version: stateVersion, Saved: c.now(), NextID: c.nextID, Nodes: c.nodes, Budget: c.budget}
+	crashPoint("save")
+	size := c.audit.size
+	sf := stateFile{Version: stateVersion, Saved: c.now(), NextID: c.nextID, Nodes: c.nodes, Budget: c.budget, AuditSize: &size}
 	data, err := jsonMarshal(sf)
 	if err == nil {
 		err = writeFileAtomic(c.path, data)
@@ -356,13 +564,21 @@ func statePath(from, to telemetry.State) []telemetry.State {
 // Observe takes one node health report. It is called on every pushed report: without
 // a decision it only updates counters in memory; a decision or a state change is
 // audited and saved before Observe returns. Actuations happen later, in Run.
+//
+// A report whose node name fails CheckNodeName is dropped (and logged): no
+// actuator could act on that node, and a name such as "gpu[01-04]" or "ALL"
+// would reach more than one node if one tried.
 func (c *Controller) Observe(r health.Report) {
 	if r.Node == "" {
 		return
 	}
-	now := c.now()
+	if err := CheckNodeName(r.Node); err != nil {
+		c.log.Warn("drain: health report ignored", "err", err)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.tick()
 	t, ok := c.nodes[r.Node]
 	if !ok {
 		t = &nodeTrack{Since: now}
@@ -720,11 +936,17 @@ func (c *Controller) signal() {
 // ManualDrain drains a node on a person's word. The reason is theirs and must not
 // start with ReasonPrefix: automation never resumes a manual drain, and it does not
 // count against the budget. user names who asked (audited).
+//
+// The node must pass CheckNodeName. The reason and the user are stored as one
+// line of printable UTF-8 (see sanitize), the reason cut to MaxReason bytes and
+// the user to 100; what is left must not be empty.
 func (c *Controller) ManualDrain(node, reason, user string) error {
-	reason = sanitize(reason)
+	reason, user = clean(reason, MaxReason), clean(user, maxUser)
 	switch {
 	case node == "":
 		return errors.New("manual drain: no node given")
+	case CheckNodeName(node) != nil:
+		return fmt.Errorf("manual drain: node: %w", CheckNodeName(node))
 	case user == "":
 		return fmt.Errorf("manual drain of %s: no user given (the audit log records who drained)", node)
 	case reason == "":
@@ -732,11 +954,11 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 	case Owned(reason):
 		return fmt.Errorf("manual drain of %s: the reason must not start with %q, which marks drains automation may undo", node, ReasonPrefix)
 	}
-	reason = cut(reason, MaxReason)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.tick()
 	t := c.track0(node)
-	t.Incident = &incident{Mode: ModeCordon, Reason: reason, Decided: c.now(), Manual: true, User: user, GPUCount: t.GPUCount}
+	t.Incident = &incident{Mode: ModeCordon, Reason: reason, Decided: now, Manual: true, User: user, GPUCount: t.GPUCount}
 	t.Stuck, t.Held, t.WaitingBudget = "", "", false
 	if t.State != telemetry.StateDraining && t.State != telemetry.StateDrained {
 		c.setState(node, t, telemetry.StateDraining, "manual drain by "+user)
@@ -752,14 +974,18 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 // The conditions active now are acknowledged: they do not drain the node again until
 // they clear and come back.
 func (c *Controller) ManualResume(node, user string) error {
+	user = clean(user, maxUser)
 	switch {
 	case node == "":
 		return errors.New("manual resume: no node given")
+	case CheckNodeName(node) != nil:
+		return fmt.Errorf("manual resume: node: %w", CheckNodeName(node))
 	case user == "":
 		return fmt.Errorf("manual resume of %s: no user given (the audit log records who resumed)", node)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick()
 	t := c.track0(node)
 	if t.Acked == nil {
 		t.Acked = map[string]bool{}
@@ -791,12 +1017,13 @@ func (c *Controller) track0(node string) *nodeTrack {
 // ResetBudget closes a tripped circuit breaker and empties the window, on a person's
 // word (audited): automation may drain again.
 func (c *Controller) ResetBudget(user string) error {
+	user = clean(user, maxUser)
 	if user == "" {
 		return errors.New("budget reset: no user given (the audit log records who reset)")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	was := c.budgetStatusLocked(c.now())
+	was := c.budgetStatusLocked(c.tick())
 	c.budget = budgetState{}
 	for _, t := range c.nodes {
 		t.WaitingBudget = false
@@ -847,9 +1074,9 @@ func (c *Controller) Process(ctx context.Context) int {
 	done := map[uint64]bool{}
 	total := 0
 	for range 4 {
-		now := c.now()
 		var work []due
 		c.mu.Lock()
+		now := c.tick()
 		for name, t := range c.nodes {
 			if p := t.Pending; p != nil && !p.NextAttempt.After(now) && !done[p.ID] {
 				work = append(work, due{name, *p})
@@ -878,9 +1105,9 @@ func (c *Controller) Process(ctx context.Context) int {
 // whose agent has been silent longer than MaxReportGap is left until it reports
 // (the gap then restarts its probation).
 func (c *Controller) sweep() {
-	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.tick()
 	changed := false
 	for name, t := range c.nodes {
 		if t.State != telemetry.StateProbation || t.Pending != nil || t.LastReport.IsZero() ||
@@ -904,9 +1131,9 @@ func (c *Controller) verify(ctx context.Context) {
 	if c.pol.DryRun {
 		return
 	}
-	now := c.now()
 	var check []string
 	c.mu.Lock()
+	now := c.tick()
 	for name, t := range c.nodes {
 		if t.State != telemetry.StateDrained || t.Pending != nil || t.Stuck != "" || t.Incident == nil ||
 			!t.Incident.Owned || t.Incident.Manual || now.Sub(t.Verified) < c.opts.VerifyInterval {
@@ -931,7 +1158,7 @@ func (c *Controller) verify(ctx context.Context) {
 			c.mu.Unlock()
 			continue
 		}
-		t.Verified = c.now()
+		t.Verified = c.tick()
 		switch {
 		case drained && !Owned(reason):
 			t.Incident.Owned, t.Held = false, reason
@@ -963,6 +1190,7 @@ func (c *Controller) execute(ctx context.Context, node string, a action) {
 	res := c.attempt(ctx, node, a)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.tick() // the call may have taken long enough for the clock to step
 	t := c.nodes[node]
 	if t == nil || t.Pending == nil || t.Pending.ID != a.ID {
 		return // superseded while the call ran

@@ -26,13 +26,18 @@
 //   - Every decision, actuation attempt and state transition is one fsync'd line of
 //     the audit log; the controller state is saved atomically before Observe returns
 //     a decision and after each actuation, so a restart loses no decision, pending
-//     action or budget entry.
+//     action or budget entry. The log is written before the state; the state records
+//     the log's length, and a restart after a crash audits (event recovery) the
+//     records written after the last save and the state each node was restored to.
 //   - While a drain-rule condition persists on a node gpuwatch holds drained, the
 //     worker checks every Options.VerifyInterval that the drain is still in place
 //     and re-asserts it (as a cordon, no new budget) if a reboot or someone outside
 //     gpuwatch resumed the node; ManualResume is the way to override.
 //   - Node state moves only along telemetry.State.CanTransition (each step audited as
 //     a transition).
+//   - Every window (hysteresis, probation, back-off, verification, budget) measures
+//     elapsed time: a step of the wall clock, noticed against the monotonic clock
+//     (Options.Monotonic), moves every timer with it (audited as event clock).
 //
 // # States
 //

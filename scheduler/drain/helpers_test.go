@@ -14,9 +14,12 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 3, 0, 0, 0, time.UTC)
 
+// clock is a wall clock and a monotonic one: add moves both (time passes),
+// step only the wall clock (NTP or a person set it).
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	mono time.Duration
 }
 
 func newClock() *clock { return &clock{t: t0} }
@@ -25,7 +28,18 @@ func (c *clock) now() time.Time {
 	defer c.mu.Unlock()
 	return c.t
 }
+func (c *clock) monotonic() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mono
+}
 func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mono += d
+	c.mu.Unlock()
+}
+func (c *clock) step(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
@@ -253,7 +267,7 @@ func (h *harness) open(pol *Policy) *Controller {
 	if pol == nil {
 		pol = testPolicy()
 	}
-	c, err := New(Options{Dir: h.dir, Policy: pol, Actuator: h.act, Clock: h.clk.now})
+	c, err := New(Options{Dir: h.dir, Policy: pol, Actuator: h.act, Clock: h.clk.now, Monotonic: h.clk.monotonic})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -346,7 +347,7 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 		if errors.Is(err, io.EOF) {
 			return DefaultPolicy(), nil // an empty file is the default policy
 		}
-		return nil, &PolicyError{File: name, Line: yamlErrLine(err), Msg: "invalid YAML: " + stripLine(err.Error())}
+		return nil, &PolicyError{File: name, Line: yamlErrLine(data, err), Msg: "invalid YAML: " + stripLine(err.Error())}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -370,20 +371,53 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 	return p.pol, nil
 }
 
-// yamlErrLine finds "line N" in a yaml.v3 error.
-func yamlErrLine(err error) int {
+// yamlErrLine finds the line of a yaml.v3 error: the "line N" it gives; for a
+// byte its reader refuses (a control character, bad UTF-8), the line of the
+// first such byte; for an unknown anchor, the line of its first use. yaml.v3
+// leaves the line out of a syntax error exactly when the problem is on the
+// first line (its marks count from 0, and 0 means "none"), so such an error is
+// on line 1. Errors about the document as a whole (aliasing) have no line (0).
+func yamlErrLine(data []byte, err error) int {
 	s := err.Error()
-	i := strings.Index(s, "line ")
-	if i < 0 {
+	if i := strings.Index(s, "line "); i >= 0 {
+		j := i + len("line ")
+		k := j
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		if n, err := strconv.Atoi(s[j:k]); err == nil && n > 0 {
+			return n
+		}
+	}
+	lineAt := func(off int) int { return 1 + bytes.Count(data[:off], []byte("\n")) }
+	switch {
+	case strings.Contains(s, "control characters") || strings.Contains(s, "UTF-8") || strings.Contains(s, "UTF-16"):
+		for off := 0; off < len(data); {
+			r, size := utf8.DecodeRune(data[off:])
+			if (r == utf8.RuneError && size <= 1) || !yamlPrintable(r) {
+				return lineAt(off)
+			}
+			off += size
+		}
+		return 0
+	case strings.Contains(s, "unknown anchor '"):
+		name := s[strings.Index(s, "unknown anchor '")+len("unknown anchor '"):]
+		name, _, _ = strings.Cut(name, "'")
+		if off := bytes.Index(data, []byte("*"+name)); off >= 0 {
+			return lineAt(off)
+		}
+		return 0
+	case strings.Contains(s, "aliasing") || strings.Contains(s, "contains itself") || strings.Contains(s, "past the end"):
 		return 0
 	}
-	j := i + len("line ")
-	k := j
-	for k < len(s) && s[k] >= '0' && s[k] <= '9' {
-		k++
-	}
-	n, _ := strconv.Atoi(s[j:k])
-	return n
+	return 1
+}
+
+// yamlPrintable is the YAML 1.2 printable set (and the byte-order mark, which
+// yaml.v3 skips).
+func yamlPrintable(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0x7e) || r == 0x85 ||
+		(r >= 0xa0 && r <= 0xd7ff) || (r >= 0xe000 && r <= 0xfffd) || (r >= 0x10000 && r <= 0x10ffff)
 }
 
 // stripLine drops yaml.v3's "yaml: line N: " so the line is said once.

@@ -50,7 +50,11 @@ type AuditRecord struct {
 	GPU  string    `json:"gpu,omitempty"` // UUID, or the index when the UUID is unknown
 	// Event is decision (automation decided something), actuation (the worker
 	// called the actuator), transition (a node changed state), manual (a person
-	// asked) or budget (the circuit breaker changed).
+	// asked), budget (the circuit breaker changed), clock (the wall clock was
+	// stepped and the controller's timers moved with it) or recovery (what a
+	// restart after a crash found: a torn last line, records written after the
+	// last save; From and To then say what the log last said of the node and
+	// the state it was restored to).
 	Event string `json:"event"`
 	// Action is cordon, drain, requeue, reboot, evacuate, resume, exclude-gpu,
 	// include-gpu, probation or budget-reset.
@@ -73,6 +77,15 @@ type AuditRecord struct {
 type auditLog struct {
 	path string
 	f    *os.File
+	// size is the log's length after the last complete append: the state file
+	// records it, so that a restart knows which records came after the last
+	// save.
+	size int64
+	// opened is the length found at open, before any repair; torn is the length
+	// of the torn last line found then (0: none).
+	opened, torn int64
+	// broken: an append failed and may have left part of a line.
+	broken bool
 }
 
 func openAudit(dir string) (*auditLog, error) {
@@ -81,18 +94,27 @@ func openAudit(dir string) (*auditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open drain audit log: %w", err)
 	}
+	a := &auditLog{path: path, f: f}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot open drain audit log: %w", err)
+	}
+	a.size, a.opened = st.Size(), st.Size()
 	// A crash in the middle of a write leaves a torn last line: end it, so the next
 	// record starts on its own line (readers skip the torn one).
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+	if a.size > 0 {
+		tail := make([]byte, min(a.size, 64<<10))
+		if _, err := f.ReadAt(tail, a.size-int64(len(tail))); err == nil && tail[len(tail)-1] != '\n' {
+			a.torn = int64(len(tail) - 1 - bytes.LastIndexByte(tail, '\n'))
 			if _, err := f.Write([]byte("\n")); err != nil {
 				f.Close()
 				return nil, fmt.Errorf("cannot repair drain audit log %s: %w", path, err)
 			}
+			a.size++
 		}
 	}
-	return &auditLog{path: path, f: f}, nil
+	return a, nil
 }
 
 func (a *auditLog) append(r AuditRecord) error {
@@ -101,12 +123,24 @@ func (a *auditLog) append(r AuditRecord) error {
 		return fmt.Errorf("cannot encode audit record: %w", err)
 	}
 	b = append(b, '\n')
+	if a.broken {
+		// The failed append may have written part of its line: this record
+		// starts on a line of its own.
+		b = append([]byte{'\n'}, b...)
+	}
 	if _, err := a.f.Write(b); err != nil {
+		a.broken = true
+		if st, serr := a.f.Stat(); serr == nil {
+			a.size = st.Size()
+		}
 		return fmt.Errorf("cannot append to %s: %w", a.path, err)
 	}
 	if err := a.f.Sync(); err != nil {
+		a.broken = true
 		return fmt.Errorf("cannot sync %s: %w", a.path, err)
 	}
+	a.size += int64(len(b))
+	a.broken = false
 	return nil
 }
 
@@ -115,38 +149,62 @@ func (a *auditLog) close() error { return a.f.Close() }
 // readAudit returns the records at or after since, oldest first; with limit > 0 only
 // the latest limit of them. Lines that do not decode (a torn write) are skipped.
 func readAudit(path string, since time.Time, limit int) ([]AuditRecord, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return []AuditRecord{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read drain audit log: %w", err)
-	}
-	defer f.Close()
 	out := []AuditRecord{}
-	br := bufio.NewReaderSize(f, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 && (err == nil || errors.Is(err, io.EOF)) {
-			var r AuditRecord
-			if json.Unmarshal(line, &r) == nil && !r.Time.Before(since) {
-				out = append(out, r)
-				if limit > 0 && len(out) > 2*limit {
-					out = append(out[:0], out[len(out)-limit:]...)
-				}
-			}
+	_, err := scanAudit(path, 0, -1, func(r AuditRecord) {
+		if r.Time.Before(since) {
+			return
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		out = append(out, r)
+		if limit > 0 && len(out) > 2*limit {
+			out = append(out[:0], out[len(out)-limit:]...)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if limit > 0 && len(out) > limit {
 		out = out[len(out)-limit:]
 	}
 	return out, nil
+}
+
+// scanAudit calls f with every record of the log from byte offset on (up to
+// byte end; -1: the end of the log), oldest first, and returns how many
+// non-empty lines did not decode (torn writes). A missing log has no records.
+func scanAudit(path string, offset, end int64, f func(AuditRecord)) (skipped int, err error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot read drain audit log: %w", err)
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(offset, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	var rd io.Reader = fh
+	if end >= 0 {
+		rd = io.LimitReader(fh, end-offset)
+	}
+	br := bufio.NewReaderSize(rd, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 && (err == nil || errors.Is(err, io.EOF)) {
+			var r AuditRecord
+			if json.Unmarshal(line, &r) == nil {
+				f(r)
+			} else {
+				skipped++
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return skipped, nil
+			}
+			return skipped, fmt.Errorf("cannot read %s: %w", path, err)
+		}
+	}
 }
 
 // stateFile is what survives a restart.
@@ -156,13 +214,17 @@ type stateFile struct {
 	NextID  uint64                `json:"next_id"`
 	Nodes   map[string]*nodeTrack `json:"nodes"`
 	Budget  budgetState           `json:"budget"`
+	// AuditSize is the audit log's length when the state was saved: records
+	// after it were written after the last save (absent in files written before
+	// it was kept).
+	AuditSize *int64 `json:"audit_size,omitempty"`
 }
 
 // writeFileAtomic writes data to path through a temporary file, fsync and rename,
 // then syncs the directory so the rename itself survives a crash.
 func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+tmpSuffix+"*")
 	if err != nil {
 		return err
 	}
@@ -174,6 +236,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(name)
 		return err
 	}
+	crashPoint("rename")
 	if err := os.Rename(name, path); err != nil {
 		os.Remove(name)
 		return err
@@ -184,6 +247,33 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// tmpSuffix marks writeFileAtomic's temporary files: path + tmpSuffix + random.
+const tmpSuffix = ".tmp"
+
+// removeStaleTemps removes the temporary files a crash in writeFileAtomic left
+// next to path, and returns how many.
+func removeStaleTemps(path string) int {
+	matches, _ := filepath.Glob(path + tmpSuffix + "*")
+	n := 0
+	for _, m := range matches {
+		if os.Remove(m) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// crashHook, when set (by tests only), is called at named points where a crash
+// leaves interesting state behind: "save" (audit records written, the state not
+// yet saved) and "rename" (the new state file written under its temporary name).
+var crashHook func(point string)
+
+func crashPoint(point string) {
+	if crashHook != nil {
+		crashHook(point)
+	}
 }
 
 // loadState reads the state file; a missing file is (nil, nil).

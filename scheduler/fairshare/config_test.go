@@ -3,9 +3,13 @@ package fairshare
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
 )
 
 const exampleConfig = `
@@ -118,21 +122,42 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+// FuzzParseConfig: any input either parses into a configuration whose policy
+// validates, whose tree computes factors in [0,1] and whose names are one
+// printable word each, and which survives a round trip (written back as YAML
+// and parsed again it is the same configuration); or it fails with an error
+// that names the file and either the line (what the YAML parser refused) or
+// the field. Nothing panics. Seeded with the configurations the repository
+// ships and documents.
 func FuzzParseConfig(f *testing.F) {
+	for _, doc := range exampleConfigs(f) {
+		f.Add([]byte(doc))
+	}
 	f.Add([]byte(exampleConfig))
 	f.Add([]byte("accounts: [{name: a, shares: parent, users: [{name: u, shares: 0}]}]"))
 	f.Add([]byte("accounts:\n  - name: a\n    accounts:\n      - name: b\n        accounts: [{name: c}]"))
 	f.Add([]byte("charge: blend\nblend_weight: 0.3\naccounts: [{name: x}]"))
+	f.Add([]byte("users: [{name: \"a\\u2028b\"}]"))
+	f.Add([]byte("accounts: [{name: a, shares: [1]}]"))
+	f.Add([]byte("half_life: 1e3h\naccounts: [{name: a}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig("fuzz.yaml", data)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fair-share config fuzz.yaml: ") {
-				t.Fatalf("error does not name the file: %v", err)
-			}
+			checkConfigError(t, err)
 			return
 		}
 		if err := c.Policy.Validate(); err != nil {
 			t.Fatalf("accepted an invalid policy: %v", err)
+		}
+		if c.HalfLife <= 0 || c.StaleAfter <= 0 || !(c.Dampening >= 1) || c.Algorithm.validate() != nil {
+			t.Fatalf("accepted settings %+v", c)
+		}
+		for _, n := range c.Tree.nodes {
+			for _, r := range n.name {
+				if unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' {
+					t.Fatalf("accepted name %q", n.name)
+				}
+			}
 		}
 		// Any accepted tree computes factors in [0,1].
 		fs := ComputeFactors(c.Tree, nil, FactorOptions{Dampening: c.Dampening})
@@ -141,5 +166,141 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("%v: classic factor %v", r.Assoc, r.ClassicFactor)
 			}
 		}
+		out := configYAML(t, c)
+		again, err := ParseConfig("again.yaml", out)
+		if err != nil {
+			t.Fatalf("the configuration written back does not parse: %v\n%s", err, out)
+		}
+		if again.Algorithm != c.Algorithm || again.Policy != c.Policy || again.HalfLife != c.HalfLife ||
+			again.StaleAfter != c.StaleAfter || again.Dampening != c.Dampening || !reflect.DeepEqual(again.Tree, c.Tree) {
+			t.Fatalf("round trip changed the configuration:\n%s", out)
+		}
 	})
+}
+
+// checkConfigError: the error names the file, and the field unless it is the
+// YAML decoder's (which names the line where yaml.v3 knows it: not for
+// problems on the first line, nor for bytes its reader refuses).
+func checkConfigError(t *testing.T, err error) {
+	t.Helper()
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "fair-share config fuzz.yaml: ")
+	if !ok {
+		t.Fatalf("error does not name the file: %v", err)
+	}
+	if strings.HasPrefix(rest, "yaml: ") {
+		return
+	}
+	if !containsAny(rest, "algorithm", "charge", "blend", "idle", "half_life", "stale_after", "dampening", "accounts", "users",
+		"more than one YAML document", "line ") {
+		t.Fatalf("error names no field: %v", err)
+	}
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// configYAML writes c as a configuration file.
+func configYAML(t *testing.T, c *Config) []byte {
+	t.Helper()
+	type user struct {
+		Name   string `yaml:"name"`
+		Shares string `yaml:"shares"`
+	}
+	type account struct {
+		Name     string    `yaml:"name"`
+		Shares   string    `yaml:"shares"`
+		Users    []user    `yaml:"users,omitempty"`
+		Accounts []account `yaml:"accounts,omitempty"`
+	}
+	var walk func(i int) ([]user, []account)
+	walk = func(i int) ([]user, []account) {
+		var us []user
+		var as []account
+		for _, ch := range c.Tree.nodes[i].children {
+			n := c.Tree.nodes[ch]
+			if n.user {
+				us = append(us, user{n.name, n.shares.String()})
+				continue
+			}
+			a := account{Name: n.name, Shares: n.shares.String()}
+			a.Users, a.Accounts = walk(ch)
+			as = append(as, a)
+		}
+		return us, as
+	}
+	doc := map[string]any{
+		"algorithm": string(c.Algorithm), "charge": string(c.Policy.Charge), "idle_floor": c.Policy.IdleFloor,
+		"half_life": c.HalfLife.String(), "stale_after": c.StaleAfter.String(), "dampening": c.Dampening,
+	}
+	if c.Policy.Charge == ChargeBlend {
+		doc["blend_weight"] = c.Policy.BlendWeight
+	}
+	us, as := walk(0)
+	if len(us) > 0 {
+		doc["users"] = us
+	}
+	if len(as) > 0 {
+		doc["accounts"] = as
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// exampleConfigs are the configurations the repository ships and documents:
+// the demo's and the one in docs/fairshare.md.
+func exampleConfigs(f *testing.F) []string {
+	f.Helper()
+	demo, err := os.ReadFile("../../internal/demo/fairshare.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	out := []string{string(demo)}
+	md, err := os.ReadFile("../../docs/fairshare.md")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, b := range markdownBlocks(string(md), "yaml") {
+		if strings.Contains(b, "accounts:") {
+			out = append(out, b)
+		}
+	}
+	if len(out) < 2 {
+		f.Fatal("no fair-share configuration in docs/fairshare.md")
+	}
+	for _, doc := range out {
+		if _, err := ParseConfig("example.yaml", []byte(doc)); err != nil {
+			f.Errorf("an example configuration does not parse: %v\n%s", err, doc)
+		}
+	}
+	return out
+}
+
+// markdownBlocks returns the fenced code blocks of md in language lang.
+func markdownBlocks(md, lang string) []string {
+	var out []string
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(md) {
+		switch {
+		case !in && strings.TrimSpace(line) == "```"+lang:
+			in = true
+			b.Reset()
+		case in && strings.TrimSpace(line) == "```":
+			in = false
+			out = append(out, b.String())
+		case in:
+			b.WriteString(line)
+		}
+	}
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -380,8 +382,8 @@ func checkName(n string) error {
 		return fmt.Errorf("name %.20q... is longer than 256 bytes", n)
 	}
 	for _, r := range n {
-		if r == '/' || r <= ' ' || r == 0x7f {
-			return fmt.Errorf("name %q contains %q: names may not contain whitespace, control characters or '/'", n, r)
+		if r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return fmt.Errorf("name %q contains %q: names may not contain whitespace, control characters, invalid UTF-8 or '/'", n, r)
 		}
 	}
 	return nil

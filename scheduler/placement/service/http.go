@@ -193,6 +193,8 @@ func DecodeStrict(data []byte, v any) error {
 	switch {
 	case errors.Is(err, io.EOF):
 		return errors.New("empty body: want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("invalid JSON at byte %d: the body ends inside a value (cut short?)", len(data))
 	case errors.As(err, &syn):
 		return fmt.Errorf("invalid JSON at byte %d: %v", syn.Offset, syn)
 	case errors.As(err, &typ):

@@ -142,6 +142,7 @@ func TestPlaceBadRequests(t *testing.T) {
 	}{
 		{"empty", "/place", ``, "empty body"},
 		{"syntax", "/place", `{"gpus": 8,}`, "invalid JSON at byte"},
+		{"cut short", "/place", `{"gpus": 8`, "invalid JSON at byte 10: the body ends inside a value"},
 		{"unknown field", "/place", `{"gpu": 8}`, `unknown field "gpu"`},
 		{"wrong type", "/place", `{"gpus": "8"}`, `field "gpus": want an integer, got string`},
 		{"bool type", "/place", `{"gpus": 8, "dry_run": "yes"}`, `field "dry_run": want true or false, got string`},
