@@ -17,6 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/test/realslurm"
 )
 
@@ -417,4 +418,51 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	slurmCluster.Close()
 	os.Exit(code)
+}
+
+// slurmNoReboot is a cluster without a RebootProgram, as many real ones are:
+// slurmctld refuses `scontrol reboot`.
+var slurmNoReboot = &realslurm.Shared{Options: realslurm.Options{NoRebootProgram: true}}
+
+// TestRebootRefusedDrainsOnRealSlurm: the issue's 3 a.m. case on a real
+// slurmctld without a RebootProgram. An Xid 79 calls for a reboot; Slurm
+// refuses it; gpuwatch drains the node instead with its owned reason (so no
+// new job lands on a GPU that fell off the bus), audits "reboot refused: …;
+// drained instead" and counts the fallback.
+func TestRebootRefusedDrainsOnRealSlurm(t *testing.T) {
+	c := slurmNoReboot.Get(t)
+	c.Reset(t)
+	ds := newDrainServer(t, c, testPolicy(0.5))
+	lf := newLiveFleet(t, 4, ds.hs.URL)
+	c.WaitFor(t, 20*time.Second, "every agent reporting", func() bool { return len(ds.srv.Drain().Nodes()) == 4 })
+
+	at := lf.inject(2, simhw.Fault{GPU: 5, Kind: simhw.FaultXid, Xid: 79})
+	c.WaitFor(t, 20*time.Second, "gpu03 drained by gpuwatch", func() bool {
+		st := c.NodeState(t, "gpu03")
+		return strings.HasPrefix(reason(t, c, "gpu03"), "gpuwatch: ") && (st == "drained" || st == "draining")
+	})
+	t.Logf("Xid 79 injected → reboot refused → Slurm shows %q (%s) after %s", reason(t, c, "gpu03"), c.NodeState(t, "gpu03"), time.Since(at).Round(time.Millisecond))
+	recs := ds.audit()
+	var refused []drain.AuditRecord
+	for _, r := range recs {
+		if r.Node == "gpu03" && r.Outcome == drain.OutcomeRefused {
+			refused = append(refused, r)
+		}
+	}
+	if len(refused) != 1 || !strings.HasPrefix(refused[0].Note, "reboot refused: ") || !strings.HasSuffix(refused[0].Note, "; drained instead") {
+		t.Errorf("audit lacks one refused reboot noting the drain instead:\n%s", dump(recs, "gpu03"))
+	}
+	if countAudit(recs, "gpu03", "actuation", "cordon", drain.OutcomeAccepted) != 1 {
+		t.Errorf("audit lacks one accepted drain (cordon) of gpu03:\n%s", dump(recs, "gpu03"))
+	}
+	job := c.Submit(t, "sleep 30", "-w", "gpu03", "--gres=gpu:h100:1")
+	defer c.Run(t, "scancel", job)
+	time.Sleep(2 * time.Second)
+	if st := c.JobState(t, job); st == "RUNNING" {
+		t.Errorf("a new job started on gpu03 after its reboot was refused")
+	}
+	n, _ := ds.srv.Drain().Node("gpu03")
+	if n.Stuck != "" || n.State != telemetry.StateDrained {
+		t.Errorf("controller: gpu03 %s stuck=%q; want drained, not held", n.State, n.Stuck)
+	}
 }

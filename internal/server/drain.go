@@ -76,6 +76,10 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			apiError(w, http.StatusBadRequest, "health report: node is empty")
 			return
 		}
+		if err := drain.CheckNodeName(rep.Node); err != nil {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("health report: node %q: %v", rep.Node, err))
+			return
+		}
 		if id := auth.FromContext(r.Context()); id != nil && !id.AllowsNode(rep.Node) {
 			auth.Forbidden(w, fmt.Sprintf("health report for %s: token %s is bound to nodes %s", rep.Node, id.Name, strings.Join(id.Nodes, ",")))
 			return
@@ -137,8 +141,14 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	}
 	decode := func(w http.ResponseWriter, r *http.Request) (manual, bool) {
 		var m manual
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m); err != nil {
-			apiError(w, http.StatusBadRequest, "request: "+err.Error())
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			apiError(w, http.StatusBadRequest, "request: "+err.Error()+` (want {"node": …, "reason": …, "user": …})`)
+			return m, false
+		}
+		if dec.More() {
+			apiError(w, http.StatusBadRequest, "request: data after the JSON object")
 			return m, false
 		}
 		m.User = actor(r, m.User)

@@ -206,6 +206,8 @@ var (
 		"Nodes known to the drain controller, by its state for them.", []string{"state"}, nil)
 	descActions = prometheus.NewDesc("gpuwatch_drain_actions_total",
 		"Drain controller decisions and actuations, by action and outcome.", []string{"action", "outcome"}, nil)
+	descFallbacks = prometheus.NewDesc("gpuwatch_drain_fallbacks_total",
+		"Remedies the scheduler refused for good (a reboot without a RebootProgram) and the containment done instead, by action and fallback.", []string{"action", "fallback"}, nil)
 	descUsed = prometheus.NewDesc("gpuwatch_drain_budget_used",
 		"Distinct nodes drained by automation within the budget window.", nil, nil)
 	descLimit = prometheus.NewDesc("gpuwatch_drain_budget_limit",
@@ -218,6 +220,7 @@ var (
 func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descNodes
 	ch <- descActions
+	ch <- descFallbacks
 	ch <- descUsed
 	ch <- descLimit
 	ch <- descExhausted
@@ -238,12 +241,19 @@ func (c *Controller) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range c.actions {
 		actions[k] = v
 	}
+	fallbacks := make(map[[2]string]float64, len(c.fallbacks))
+	for k, v := range c.fallbacks {
+		fallbacks[k] = v
+	}
 	c.mu.Unlock()
 	for s, n := range states {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), telemetry.State(s).String())
 	}
 	for k, v := range actions {
 		ch <- prometheus.MustNewConstMetric(descActions, prometheus.CounterValue, v, k[0], k[1])
+	}
+	for k, v := range fallbacks {
+		ch <- prometheus.MustNewConstMetric(descFallbacks, prometheus.CounterValue, v, k[0], k[1])
 	}
 	ch <- prometheus.MustNewConstMetric(descUsed, prometheus.GaugeValue, float64(b.Used))
 	ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(b.Limit))

@@ -38,12 +38,12 @@ func TestClockStepHysteresis(t *testing.T) {
 			pol := testPolicy()
 			pol.Hysteresis.Observations = 100
 			h := newHarness(t, pol)
-			h.observe(n1, dbe(n1, 0))
+			h.observe(n1, remapPending(n1, 0))
 			h.clk.step(step)
 			acted := time.Duration(-1)
 			for elapsed := 5 * time.Second; elapsed <= 2*time.Minute && acted < 0; elapsed += 5 * time.Second {
 				h.clk.add(5 * time.Second)
-				h.observe(n1, dbe(n1, 0))
+				h.observe(n1, remapPending(n1, 0))
 				if h.state(n1) == telemetry.StateDraining {
 					acted = elapsed
 				}

@@ -82,7 +82,10 @@ type Controller struct {
 	dirty   bool // counters changed since the last save
 	saveErr error
 	actions map[[2]string]float64 // {action, outcome} → count
-	latency prometheus.Histogram
+	// fallbacks counts remedies refused for good and the containment done
+	// instead: {action, fallback} → count.
+	fallbacks map[[2]string]float64
+	latency   prometheus.Histogram
 	// The last reading of both clocks, to notice steps (c.mu).
 	lastWall time.Time
 	lastMono time.Duration
@@ -254,8 +257,8 @@ func New(opts Options) (*Controller, error) {
 		path:    filepath.Join(opts.Dir, StateFileName),
 		wake:    make(chan struct{}, 1),
 		nodes:   map[string]*nodeTrack{},
-		actions: map[[2]string]float64{},
-		nextID:  1,
+		actions: map[[2]string]float64{}, fallbacks: map[[2]string]float64{},
+		nextID: 1,
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuwatch_drain_decision_latency_seconds",
 			Help:    "Time from the health report that decided a drain to the actuator accepting it.",
@@ -639,7 +642,9 @@ func (c *Controller) track(r health.Report, t *nodeTrack, now time.Time) bool {
 		ct.Cond, ct.Rule, ct.Mode = cond, rule.Name, rule.Mode
 		ct.Seen++
 		ct.Clean, ct.CleanSince = 0, time.Time{}
-		if !ct.Active && (cond.Severity == telemetry.SeverityFatal || rule.Immediate ||
+		// A discrete fatal event (a lost GPU, a double-bit ECC error, a fatal
+		// Xid…) acts on its first report; hysteresis is for rates and thresholds.
+		if !ct.Active && (cond.Severity == telemetry.SeverityFatal || cond.DiscreteFatal() || rule.Immediate ||
 			ct.Seen >= h.Observations || now.Sub(ct.First) >= h.For) {
 			ct.Active, ct.ActiveSince = true, now
 			if rule.Mode == ModeExcludeGPU {
@@ -1202,8 +1207,25 @@ func (c *Controller) execute(ctx context.Context, node string, a action) {
 	if res.err != nil {
 		rec.Error = res.err.Error()
 	}
+	if res.outcome == OutcomeFailed && a.Kind == kindReboot {
+		// Containment never depends on the remedy: a reboot the scheduler
+		// refuses for good (Slurm without a RebootProgram) falls back to a
+		// drain with the same owned reason, never to nothing.
+		res.outcome = OutcomeRefused
+		rec.Outcome = OutcomeRefused
+	}
 	c.count(a.label(), res.outcome)
 	switch res.outcome {
+	case OutcomeRefused:
+		why := rec.Error
+		rec.Note = "reboot refused: " + why + "; drained instead"
+		c.record(rec)
+		c.fallbacks[[2]string{a.label(), string(ModeCordon)}]++
+		t.Pending = nil
+		c.enqueue(node, t, &action{Kind: kindDrain, Mode: ModeCordon, Reason: a.Reason, Rule: a.Rule, ReportTime: a.ReportTime},
+			AuditRecord{Node: node, Event: "decision", Action: string(ModeCordon), Rule: a.Rule, Reason: a.Reason, Evidence: rec.Evidence,
+				Note: "reboot refused: " + why + "; drained instead (the same incident: no new budget); reboot the node by hand once it is idle"})
+		c.log.Error("drain: the scheduler refused the reboot; draining instead", "node", node, "err", res.err)
 	case OutcomeRetrying:
 		p.LastError = rec.Error
 		p.NextAttempt = c.now().Add(c.backoff(p.Attempts))

@@ -3,9 +3,11 @@ package drain
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ var (
 
 func TestStateMachine(t *testing.T) {
 	fatal := []telemetry.Condition{xid79(n1, 3)}
-	crit := []telemetry.Condition{dbe(n1, 5)}
+	crit := []telemetry.Condition{remapPending(n1, 5)}
 	warn := []telemetry.Condition{sbe(n1, 2)}
 	tests := []struct {
 		name  string
@@ -68,7 +70,7 @@ func TestStateMachine(t *testing.T) {
 				{after: time.Second, conds: crit, want: S},
 				{after: time.Second, conds: crit, want: D},
 			},
-			calls: []string{"drain gpuwatch: ecc-dbe gpu=" + uuid(5) + " action=RESET_GPU"},
+			calls: []string{"drain gpuwatch: row-remap-pending gpu=" + uuid(5) + " action=RESET_GPU"},
 		},
 		{
 			// For 30s: the second report comes 31 s after the first.
@@ -77,7 +79,7 @@ func TestStateMachine(t *testing.T) {
 				{after: time.Second, conds: crit, want: S},
 				{after: 31 * time.Second, conds: crit, want: D},
 			},
-			calls: []string{"drain gpuwatch: ecc-dbe gpu=" + uuid(5) + " action=RESET_GPU"},
+			calls: []string{"drain gpuwatch: row-remap-pending gpu=" + uuid(5) + " action=RESET_GPU"},
 		},
 		{
 			// Present, absent, present…: never 3 in a row nor 30 s in a run, and
@@ -141,7 +143,7 @@ func TestStateMachine(t *testing.T) {
 				[]step{{after: time.Minute, conds: crit, want: D}},
 				repeat(5, step{after: time.Minute, conds: crit, want: D}),
 			),
-			calls: []string{"drain gpuwatch: ecc-dbe gpu=" + uuid(5) + " action=RESET_GPU"},
+			calls: []string{"drain gpuwatch: row-remap-pending gpu=" + uuid(5) + " action=RESET_GPU"},
 		},
 		{
 			name: "a report gap restarts probation",
@@ -173,10 +175,10 @@ func TestStateMachine(t *testing.T) {
 			excl:  1,
 		},
 		{
-			name: "node-level critical (IB port down) drains with the port in the reason",
+			// A port that was ACTIVE and is down is a discrete event: no hysteresis.
+			name: "node-level critical (IB port down) drains at once with the port in the reason",
 			steps: []step{
-				{after: time.Second, conds: []telemetry.Condition{ibDown(n1)}, want: S},
-				{after: time.Second, conds: []telemetry.Condition{ibDown(n1)}, want: S},
+				{after: time.Second, conds: []telemetry.Condition{ibDown(n1)}, want: D},
 				{after: time.Second, conds: []telemetry.Condition{ibDown(n1)}, want: D},
 			},
 			calls: []string{"drain gpuwatch: ib-down port=mlx5_0/1 action=CHECK_MECHANICALS"},
@@ -426,7 +428,7 @@ func TestNoDuplicateAfterAmbiguousFailure(t *testing.T) {
 	h := newHarness(t, nil)
 	h.act.effectThenFail = true
 	for range 3 {
-		h.observe(n1, dbe(n1, 0))
+		h.observe(n1, remapPending(n1, 0))
 	}
 	h.process()
 	if h.state(n1) != DG {
@@ -449,7 +451,7 @@ func TestRestartMidRetry(t *testing.T) {
 	h := newHarness(t, nil)
 	h.act.failN["drain"] = 2
 	for range 3 {
-		h.observe(n1, dbe(n1, 4))
+		h.observe(n1, remapPending(n1, 4))
 	}
 	h.observe("other", nil...)
 	h.process()
@@ -478,7 +480,7 @@ func TestRestartMidRetry(t *testing.T) {
 	h.clk.add(time.Minute)
 	h.process()
 	h.c = h.open(nil) // and once more, after success
-	h.observe(n1, dbe(n1, 4))
+	h.observe(n1, remapPending(n1, 4))
 	h.process()
 	if h.state(n1) != D || h.act.effective("drain", n1) != 1 || len(h.act.violations) > 0 {
 		t.Fatalf("state %s, drains %d, %v", h.state(n1), h.act.effective("drain", n1), h.act.violations)
@@ -564,7 +566,7 @@ func TestManualDrainAndResume(t *testing.T) {
 	}
 	// A fault during the manual drain: no automated action either.
 	for range 3 {
-		h.observe(n1, dbe(n1, 0))
+		h.observe(n1, remapPending(n1, 0))
 	}
 	h.process()
 	if err := h.c.ManualResume(n1, "bob"); err != nil {
@@ -576,7 +578,7 @@ func TestManualDrainAndResume(t *testing.T) {
 	}
 	// The acknowledged fault does not drain the node again while it persists.
 	for range 5 {
-		h.observe(n1, dbe(n1, 0))
+		h.observe(n1, remapPending(n1, 0))
 		h.process()
 	}
 	if h.state(n1) == DG || h.state(n1) == D || h.c.Budget().Tripped {
@@ -598,7 +600,7 @@ func TestEvacuate(t *testing.T) {
 	}
 	h.act.failN["evacuate"] = 1 // a PodDisruptionBudget says no once
 	for range 3 {
-		h.observe(n1, dbe(n1, 6))
+		h.observe(n1, remapPending(n1, 6))
 	}
 	h.process() // drain
 	h.process() // evacuate: 429
@@ -612,10 +614,54 @@ func TestEvacuate(t *testing.T) {
 	}
 }
 
-func TestPermanentFailureHoldsNode(t *testing.T) {
+// TestRebootRefusedDrainsInstead: the issue's 3 a.m. case. Slurm without a
+// RebootProgram refuses `scontrol reboot` for good; the node must not stay in
+// service: it is drained with the same owned reason, audited as "reboot
+// refused: …; drained instead", counted, and not retried as a reboot.
+func TestRebootRefusedDrainsInstead(t *testing.T) {
 	h := newHarness(t, nil)
 	h.c.act = permanentAct{h.act}
 	h.observe(n1, xid79(n1, 0))
+	h.process() // the reboot, refused
+	h.process() // the drain instead
+	s, _ := h.c.Node(n1)
+	if s.State != D || s.Stuck != "" || s.Pending != nil || !s.Owned {
+		t.Fatalf("after a refused reboot: %+v", s)
+	}
+	drained, reason, _ := h.act.State(context.Background(), n1)
+	if !drained || reason != "gpuwatch: xid79 gpu="+uuid(0)+" action=RESTART_BM" {
+		t.Fatalf("the node is not drained with the owned reason: %v %q", drained, reason)
+	}
+	refused := h.auditWhere(func(r AuditRecord) bool { return r.Outcome == OutcomeRefused })
+	if len(refused) != 1 || !strings.HasPrefix(refused[0].Note, "reboot refused: ") || !strings.HasSuffix(refused[0].Note, "; drained instead") {
+		t.Fatalf("audit of the refusal: %+v", refused)
+	}
+	if got := h.c.fallbacks[[2]string{"reboot", "cordon"}]; got != 1 {
+		t.Errorf("fallbacks counted %g, want 1", got)
+	}
+	if h.process() != 0 {
+		t.Fatal("a permanent refusal was retried")
+	}
+	if b := h.c.Budget(); b.Used != 1 {
+		t.Errorf("budget used %d: the fallback is the same incident, want 1", b.Used)
+	}
+	h.checkTransitions()
+}
+
+type permanentAct struct{ *fakeActuator }
+
+func (p permanentAct) Reboot(context.Context, string, string) error {
+	return Permanent(errors.New("scontrol reboot gpu01: RebootProgram is not set in slurm.conf"))
+}
+
+// TestPermanentDrainFailureHoldsNode: with nothing weaker than a drain to fall
+// back to, a permanent refusal holds the node, audited, and is not retried.
+func TestPermanentDrainFailureHoldsNode(t *testing.T) {
+	h := newHarness(t, nil)
+	h.c.act = permanentDrainAct{h.act}
+	for range 3 {
+		h.observe(n1, remapPending(n1, 0))
+	}
 	h.process()
 	s, _ := h.c.Node(n1)
 	if s.State != DG || s.Stuck == "" || s.Pending != nil {
@@ -626,10 +672,34 @@ func TestPermanentFailureHoldsNode(t *testing.T) {
 	}
 }
 
-type permanentAct struct{ *fakeActuator }
+type permanentDrainAct struct{ *fakeActuator }
 
-func (p permanentAct) Reboot(context.Context, string, string) error {
+func (p permanentDrainAct) Drain(context.Context, string, string) error {
 	return Permanent(os.ErrPermission)
+}
+
+// TestDiscreteFatalActsOnFirstReport: an Xid 48 or 95 (critical, not fatal
+// severity, but a discrete fatal event in NVIDIA's catalog and mapping) and a
+// double-bit ECC error drain on their first report; a rate condition waits.
+func TestDiscreteFatalActsOnFirstReport(t *testing.T) {
+	xid := func(node string, gpu, code int) telemetry.Condition {
+		return telemetry.Condition{Kind: telemetry.ConditionXid, Target: telemetry.GPUTarget(telemetry.GPUID{Node: telemetry.NodeID(node), Index: gpu}),
+			GPUUUID: uuid(gpu), Severity: telemetry.SeverityCritical, Action: telemetry.ActionResetGPU, Evidence: map[string]string{"xid": strconv.Itoa(code)}}
+	}
+	for _, c := range []telemetry.Condition{xid(n1, 1, 48), xid(n1, 2, 95), xid(n1, 3, 119), dbe(n1, 4), ibDown(n1)} {
+		h := newHarness(t, nil)
+		h.observe(n1, c)
+		h.process()
+		if st := h.state(n1); st != D {
+			t.Errorf("%s %s: state %s after its first report, want drained", c.Kind, c.Evidence["xid"], st)
+		}
+	}
+	h := newHarness(t, nil)
+	h.observe(n1, remapPending(n1, 0))
+	h.process()
+	if st := h.state(n1); st != S {
+		t.Errorf("row-remap-pending after one report: %s, want suspect (hysteresis)", st)
+	}
 }
 
 func TestCorruptStateHoldsAutomation(t *testing.T) {

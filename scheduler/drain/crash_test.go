@@ -212,10 +212,10 @@ func TestCrashChild(t *testing.T) {
 		setArm(true)
 		c.Process(ctx)
 	case "drain":
-		c.Observe(report(crashNode, now, dbe(crashNode, 3)))
-		c.Observe(report(crashNode, now, dbe(crashNode, 3)))
+		c.Observe(report(crashNode, now, remapPending(crashNode, 3)))
+		c.Observe(report(crashNode, now, remapPending(crashNode, 3)))
 		setArm(decideActs)
-		c.Observe(report(crashNode, now, dbe(crashNode, 3))) // the third report decides
+		c.Observe(report(crashNode, now, remapPending(crashNode, 3))) // the third report decides
 		setArm(tc.Point != "evacuating")
 		c.Process(ctx)
 		setArm(true)
@@ -264,7 +264,7 @@ func checkAfterCrash(t *testing.T, tc crashCase) {
 		c.Observe(report(crashNode, now, xid79(crashNode, 3)))
 	case "drain":
 		for range 3 {
-			c.Observe(report(crashNode, now, dbe(crashNode, 3)))
+			c.Observe(report(crashNode, now, remapPending(crashNode, 3)))
 		}
 	case "resume":
 		c.Observe(report(crashNode, now))
@@ -278,7 +278,7 @@ func checkAfterCrash(t *testing.T, tc crashCase) {
 	for range 5 {
 		c.Process(ctx)
 		c.Observe(report(crashNode, now, map[string][]telemetry.Condition{
-			"reboot": {xid79(crashNode, 3)}, "drain": {dbe(crashNode, 3)}}[tc.Scenario]...))
+			"reboot": {xid79(crashNode, 3)}, "drain": {remapPending(crashNode, 3)}}[tc.Scenario]...))
 	}
 	c.Process(ctx)
 

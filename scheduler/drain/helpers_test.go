@@ -59,6 +59,13 @@ func dbe(node string, gpu int) telemetry.Condition {
 		GPUUUID: uuid(gpu), Severity: telemetry.SeverityCritical, Action: telemetry.ActionResetGPU, Message: "1 new double-bit ECC error"}
 }
 
+// remapPending is a critical condition that is a state, not a discrete fatal
+// event: it waits for the policy's hysteresis.
+func remapPending(node string, gpu int) telemetry.Condition {
+	return telemetry.Condition{Kind: telemetry.ConditionRowRemapPending, Target: telemetry.GPUTarget(telemetry.GPUID{Node: telemetry.NodeID(node), Index: gpu}),
+		GPUUUID: uuid(gpu), Severity: telemetry.SeverityCritical, Action: telemetry.ActionResetGPU, Message: "a row remap is pending"}
+}
+
 func sbe(node string, gpu int) telemetry.Condition {
 	return telemetry.Condition{Kind: telemetry.ConditionECCSBERate, Target: telemetry.GPUTarget(telemetry.GPUID{Node: telemetry.NodeID(node), Index: gpu}),
 		GPUUUID: uuid(gpu), Severity: telemetry.SeverityWarning, Message: "12 single-bit ECC errors in 1h"}

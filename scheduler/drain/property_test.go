@@ -65,7 +65,7 @@ func TestPropertyBudgetAndOwnership(t *testing.T) {
 				case 1:
 					conds = append(conds, sbe(n, 1))
 				case 2:
-					conds = append(conds, dbe(n, 2))
+					conds = append(conds, remapPending(n, 2))
 				case 3:
 					conds = append(conds, xid79(n, 3))
 				case 4:

@@ -37,6 +37,7 @@ const (
 	OutcomeAccepted        Outcome = "accepted"          // the actuator took it (or State showed it had already)
 	OutcomeRetrying        Outcome = "retrying"          // the actuator failed; tried again after back-off
 	OutcomeFailed          Outcome = "failed"            // the actuator failed permanently; the node is held
+	OutcomeRefused         Outcome = "refused"           // the scheduler refused the remedy (a reboot) for good; the weaker containment follows
 	OutcomeSkippedNotOwned Outcome = "skipped-not-owned" // the node is drained by someone else: never touched
 	OutcomeSkippedBudget   Outcome = "skipped-budget"    // would drain, budget exhausted
 	OutcomeDryRun          Outcome = "dry-run"           // decided; the actuator was not called

@@ -53,6 +53,9 @@ type Options struct {
 	// fake reboot takes (default 1 s).
 	ResumeTimeout time.Duration
 	RebootDelay   time.Duration
+	// NoRebootProgram leaves RebootProgram out of slurm.conf, as on many real
+	// clusters: slurmctld then refuses `scontrol reboot`.
+	NoRebootProgram bool
 	// MessageTimeout is slurm.conf's MessageTimeout, which also bounds how long a
 	// client command waits for an unreachable controller (default 5 s).
 	MessageTimeout time.Duration
