@@ -50,9 +50,19 @@
 // rotated (at SegmentBytes) and on shutdown. A machine crash may therefore lose the
 // last SyncInterval of queued data, never more, and a torn tail is detected by its
 // CRC. On start every segment is read and checked: a corrupt frame is logged and
-// counted (samples_dropped_total{reason="corrupt"}) and the rest of that segment,
-// whose framing can no longer be trusted, is skipped; other segments are sent.
-// The directory is locked (flock) so two agents never share it.
+// its samples counted (samples_dropped_total{reason="corrupt"}, when its header
+// survived to say how many), and the rest of that segment, whose framing can no
+// longer be trusted, is skipped and cut from the file, so a torn tail is counted
+// once, not at every start; other segments are sent. The directory is locked
+// (flock) so two agents never share it.
+//
+// Acknowledged, precisely: a record is acknowledged when its append returned,
+// that is when its whole frame was handed to write(2); from then on killing the
+// agent cannot lose it (it is in the page cache), and after the next fsync
+// neither can a machine crash. A record is delivered when the store answered 2xx
+// and the cursor was renamed past it; it is never sent again after that. An
+// agent killed in the middle of a write leaves at most that one record torn, and
+// one killed between a 2xx and the cursor's rename sends that one request again.
 //
 // Bound: the queue holds at most MaxBytes of unsent records; appending past it
 // drops the oldest records first and counts their samples as queue_full. Segment

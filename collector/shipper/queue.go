@@ -181,7 +181,9 @@ func (q *queue) load() error {
 }
 
 // scan indexes one segment file, checking every frame. The first bad frame ends
-// the segment: it is reported and counted, and what follows is skipped.
+// the segment: it is reported, its samples are counted when its header says how
+// many, and the file is cut there, so a torn tail (an agent killed in the middle
+// of a write) or a damaged frame is counted once, not again at every start.
 func (q *queue) scan(first uint64) (*segment, error) {
 	path := filepath.Join(q.opts.dir, fmt.Sprintf("%020d%s", first, segSuffix))
 	f, err := os.Open(path)
@@ -197,39 +199,53 @@ func (q *queue) scan(first uint64) (*segment, error) {
 	var hdr [frameHeader]byte
 	var buf []byte
 	for off := int64(0); off < seg.size; {
-		bad := func(what string, samples int) {
+		// bad ends the segment at off; cut says the bytes are known bad (not
+		// merely unreadable now) and the file may be truncated to off.
+		bad := func(what string, samples int, cut bool) {
 			q.opts.logger.Error("remote-write queue: corrupt segment; skipping the rest of it",
-				"file", path, "offset", off, "problem", what, "bytes_skipped", seg.size-off)
+				"file", path, "offset", off, "problem", what, "bytes_skipped", seg.size-off, "samples_lost", samples)
 			q.opts.dropped(reasonCorrupt, samples)
+			if cut {
+				if err := os.Truncate(path, off); err != nil {
+					q.opts.logger.Warn("remote-write queue: cannot cut a corrupt segment; it will be reported again at the next start", "file", path, "err", err)
+				}
+			}
 			seg.size = off
 		}
-		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			bad(fmt.Sprintf("truncated frame header (%v)", err), 0)
+		if n, err := f.ReadAt(hdr[:], off); err != nil {
+			torn := errors.Is(err, io.EOF) && off+int64(n) == seg.size
+			bad(fmt.Sprintf("truncated frame header, %d of %d bytes (%v)", n, frameHeader, err), 0, torn)
 			break
 		}
 		size := binary.LittleEndian.Uint32(hdr[4:])
 		samples := binary.LittleEndian.Uint32(hdr[8:])
 		if size > maxRecord || off+frameHeader+int64(size) > seg.size {
-			bad(fmt.Sprintf("frame length %d runs past the end of the file", size), 0)
+			bad(fmt.Sprintf("frame length %d runs past the end of the file", size), plausibleSamples(size, samples), true)
 			break
 		}
 		buf = slices.Grow(buf[:0], int(size))[:size]
 		if _, err := f.ReadAt(buf, off+frameHeader); err != nil {
-			bad(fmt.Sprintf("unreadable payload (%v)", err), 0)
+			bad(fmt.Sprintf("unreadable payload (%v)", err), 0, false)
 			break
 		}
 		if frameCRC(hdr[4:], buf) != binary.LittleEndian.Uint32(hdr[:4]) {
-			n := 0
-			if int64(samples) <= int64(size) { // a plausible count
-				n = int(samples)
-			}
-			bad("checksum mismatch", n)
+			bad("checksum mismatch", plausibleSamples(size, samples), true)
 			break
 		}
 		seg.recs = append(seg.recs, recMeta{off: off, size: size, samples: samples})
 		off += frameHeader + int64(size)
 	}
 	return seg, nil
+}
+
+// plausibleSamples is the sample count of a frame header that cannot be checked
+// (its payload is torn or damaged), or 0 when the header itself is implausible:
+// a record's length at most maxRecord, and no more samples than payload bytes.
+func plausibleSamples(size, samples uint32) int {
+	if size > maxRecord || samples > size {
+		return 0
+	}
+	return int(samples)
 }
 
 func frameCRC(hdrRest, payload []byte) uint32 {
