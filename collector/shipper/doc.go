@@ -70,6 +70,18 @@
 // within MaxBytes plus one segment. With QueueDir "" the same queue lives in
 // memory, with the same bound.
 //
+// A full disk is a bound too. A segment is at most an eighth of the space free
+// when it was started; when a write fails with ENOSPC (or EDQUOT) the oldest
+// segment's unsent records are dropped, counted as queue_full, and its file
+// deleted, until the record fits. When nothing of the queue's own is left to
+// free, or the directory refuses writes for another reason (read-only, I/O
+// errors), records are held in memory instead (at most 32 MiB or MaxBytes,
+// oldest dropped first as queue_full) and still sent; the directory is tried
+// again every 5 s. Records held in memory are lost if the agent stops before
+// they are sent. Each refusal and each recovery is logged once, as is a cursor
+// that cannot be written (a restart would then send again what was sent since).
+// Collection never waits on any of this: Enqueue does not block.
+//
 // # Self-metrics
 //
 // The Shipper is a collector.Source named "shipper": the agent registers it, and
