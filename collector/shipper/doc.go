@@ -15,8 +15,11 @@
 // self-metrics, build info) take the snapshot's time. The Go runtime's and the
 // process's own series (go_*, process_*), which the HTTP handler adds at scrape
 // time, stay scrape-only. A series is shipped again only
-// when its timestamp advanced: the 10-second fields ride along unchanged in every
-// 1-second health snapshot and are sent once per collection, not ten times.
+// when its timestamp moved: the 10-second fields ride along unchanged in every
+// 1-second health snapshot and are sent once per collection, not ten times. A
+// timestamp that moved back (the clock stepped back) is shipped at once, for the
+// store's out-of-order window to take, rather than held back until the clock has
+// caught up.
 //
 // # Flow
 //

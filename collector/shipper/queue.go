@@ -310,7 +310,7 @@ func (q *queue) append(data []byte, samples int) error {
 	q.next++
 	q.bytes += need
 	q.samples += int64(samples)
-	if q.opts.syncInterval < 0 || q.opts.now().Sub(q.lastSync) >= q.opts.syncInterval {
+	if q.syncDue() {
 		q.syncLocked()
 	}
 	select {
@@ -416,7 +416,8 @@ func (q *queue) diskFailed(err error, samples int) {
 // when it was started, so that a full disk, which makes the queue drop whole
 // segments, drops the oldest eighth rather than everything.
 func (q *queue) active(need int64) *segment {
-	retryDisk := q.diskErr != nil && q.opts.now().Sub(q.diskErrAt) >= diskRetry
+	since := q.opts.now().Sub(q.diskErrAt)
+	retryDisk := q.diskErr != nil && (since >= diskRetry || since < 0)
 	if n := len(q.segs); n > 0 {
 		s := q.segs[n-1]
 		if !s.sealed && s.end() == q.next && (s.size+need <= s.limit || len(s.recs) == 0) && !(retryDisk && s.f == nil) {
@@ -618,9 +619,16 @@ func (q *queue) syncLocked() {
 func (q *queue) sync() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.closed && q.opts.now().Sub(q.lastSync) >= q.opts.syncInterval {
+	if !q.closed && q.syncDue() {
 		q.syncLocked()
 	}
+}
+
+// syncDue says whether SyncInterval has passed since the last fsync; a clock
+// that stepped back makes it due at once rather than a step later.
+func (q *queue) syncDue() bool {
+	d := q.opts.now().Sub(q.lastSync)
+	return q.opts.syncInterval < 0 || d >= q.opts.syncInterval || d < 0
 }
 
 // stats returns the unsent bytes and samples.
