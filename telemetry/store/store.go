@@ -60,3 +60,9 @@ type Appender interface {
 // ErrLimit marks a request refused by a configured limit (size, series, labels,
 // active series); receivers answer it with a 4xx status.
 var ErrLimit = errors.New("limit exceeded")
+
+// ErrUnavailable marks a write the store cannot take now (its disk is full or
+// read-only, or an earlier write to it failed) although the data is good:
+// nothing of the batch was stored, and receivers answer 503 so that senders
+// keep the data queued and send it again later.
+var ErrUnavailable = errors.New("store cannot take writes now")
