@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/gpuwatch/gpuwatch/collector"
@@ -112,7 +113,7 @@ func (es *embeddedServer) times(t *testing.T) []int64 {
 	}
 	defer q.Close()
 	ss := q.Select(context.Background(), true, nil,
-		labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, telemetry.DCGMGPUTemp),
+		labels.MustNewMatcher(labels.MatchEqual, model.MetricNameLabel, telemetry.DCGMGPUTemp),
 		labels.MustNewMatcher(labels.MatchEqual, telemetry.DCGMLabelGPU, "0"))
 	var out []int64
 	for ss.Next() {
