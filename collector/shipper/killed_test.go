@@ -143,7 +143,8 @@ func queueWriterChild(dir, url string) {
 	fmt.Printf("open corrupt=%d queued=%d next=%d\n", st.Dropped[reasonCorrupt], st.QueueSamples, seq)
 	go func() { _ = s.Run(context.Background()) }()
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), seq))
-	for ; ; seq++ {
+	deadline := time.Now().Add(30 * time.Second) // killed long before, unless the test is gone
+	for ; time.Now().Before(deadline); seq++ {
 		data, n := faultRecord(seq)
 		fmt.Printf("write %d %d\n", seq, len(data))
 		if err := s.q.append(data, n); err != nil {
@@ -232,6 +233,7 @@ func TestQueueKilledMidWrite(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		target := 5 + rng.IntN(60)
 		reached := make(chan struct{})
 		big := make(chan struct{}) // a big record is being written after the target
