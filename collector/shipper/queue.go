@@ -592,8 +592,8 @@ func (q *queue) writeCursor() {
 	}
 	switch {
 	case err != nil && !q.cursorErr:
-		// Sent records are still never sent twice by this process; after a
-		// restart those past the cursor on disk would be.
+		// This process still sends nothing twice; a restart would send again
+		// what was sent since the last cursor written (at least once).
 		q.opts.logger.Warn("remote-write queue: cannot write the cursor; a restart would send again what was sent since", "file", tmp, "err", err)
 		q.cursorErr = true
 	case err == nil && q.cursorErr:
