@@ -57,6 +57,7 @@ type slot struct {
 	busy atomic.Bool
 
 	mu       sync.Mutex
+	until    time.Time // the running call's deadline (wall clock)
 	full     []telemetry.Sample
 	fast     []telemetry.Sample
 	status   SourceStatus
@@ -117,7 +118,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer t.Stop()
 	n := r.ticksPerFull()
 	for tick := 0; ; tick++ {
-		r.Cycle(ctx, tick%n == 0)
+		r.cycle(ctx, tick%n == 0, true)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -134,26 +135,54 @@ func (r *Runner) Cycles() uint64 { return r.cycles.Load() }
 
 // Cycle runs one collection cycle (full: every source's Collect and CollectHealth;
 // otherwise only CollectHealth), then the derivers, publishes the snapshot and
-// returns it. Sources run concurrently; one that overruns the timeout keeps its last
+// returns it. Sources run concurrently; one that overruns the timeout serves no
 // samples, is reported down with a timeout error, and is not called again until
 // its pending call returns.
 func (r *Runner) Cycle(ctx context.Context, full bool) *Snapshot {
+	return r.cycle(ctx, full, false)
+}
+
+// cycle is Cycle. scheduled (Run's cycles) bounds the wait of a full cycle by
+// what a health cycle may take: a source's full collection that takes longer
+// goes on in the background until its own timeout, keeping its previous samples
+// meanwhile, and a later cycle publishes what it read. So a source that hangs in
+// its full tier costs the health schedule nothing, not a full interval.
+func (r *Runner) cycle(ctx context.Context, full, scheduled bool) *Snapshot {
 	var wg sync.WaitGroup
 	for _, sl := range r.slots {
 		if !full && sl.health == nil {
 			continue
 		}
 		if !sl.busy.CompareAndSwap(false, true) {
-			sl.fail(r, errors.New("previous collection still running"), 0)
+			sl.mu.Lock()
+			pending := time.Now().Before(sl.until)
+			sl.mu.Unlock()
+			if !pending {
+				sl.fail(r, errors.New("previous collection still running"), 0)
+			}
 			continue
 		}
+		sl.mu.Lock()
+		sl.until = time.Now().Add(r.timeout(full))
+		sl.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r.collect(ctx, sl, full)
 		}()
 	}
-	wg.Wait()
+	if wait := r.timeout(false); scheduled && full && wait < r.timeout(true) {
+		all := make(chan struct{})
+		go func() { wg.Wait(); close(all) }()
+		t := time.NewTimer(wait)
+		select {
+		case <-all:
+		case <-t.C:
+		}
+		t.Stop()
+	} else {
+		wg.Wait()
+	}
 
 	now := r.opts.Now()
 	snap := &Snapshot{Time: now, Inventory: r.opts.Inventory}

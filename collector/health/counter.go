@@ -87,6 +87,18 @@ func (c *counter) observe(now time.Time, v float64, window time.Duration, isNew 
 		c.cps = append(c.cps[:0], checkpoint{now, v})
 		return counterStep{reset: true}
 	}
+	if now.Before(c.lastT) {
+		// The clock stepped back. Move the window's checkpoints with it, as if
+		// no time had passed since the last observation: on the stepped clock
+		// they would lie in the future, stay in the window until the clock
+		// caught up, and make it span its length plus the step (a growth or a
+		// rate over it read too high). A step forward needs nothing: the
+		// window then covers less than its length, never more.
+		d := now.Sub(c.lastT)
+		for i := range c.cps {
+			c.cps[i].t = c.cps[i].t.Add(d)
+		}
+	}
 	st := counterStep{delta: v - c.last, sinceBase: v - c.base}
 	// Forget checkpoints older than the window; with none left, the previous
 	// observation is the window's start (growth over a gap longer than the window

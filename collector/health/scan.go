@@ -568,9 +568,13 @@ func (e *Engine) judgeSources(snap *collector.Snapshot, now time.Time) {
 		}
 		var silent time.Duration
 		switch {
+		case st.Up:
+			// Its last collection worked, however long ago its time says: a
+			// source read only in full cycles is a full interval old at the end
+			// of one, and looks minutes old after the clock stepped forward.
 		case !heard.IsZero():
 			silent = now.Sub(heard)
-		case !st.Up:
+		default:
 			silent = now.Sub(tr.downSince)
 		}
 		required := false

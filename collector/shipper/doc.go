@@ -15,8 +15,11 @@
 // self-metrics, build info) take the snapshot's time. The Go runtime's and the
 // process's own series (go_*, process_*), which the HTTP handler adds at scrape
 // time, stay scrape-only. A series is shipped again only
-// when its timestamp advanced: the 10-second fields ride along unchanged in every
-// 1-second health snapshot and are sent once per collection, not ten times.
+// when its timestamp moved: the 10-second fields ride along unchanged in every
+// 1-second health snapshot and are sent once per collection, not ten times. A
+// timestamp that moved back (the clock stepped back) is shipped at once, for the
+// store's out-of-order window to take, rather than held back until the clock has
+// caught up.
 //
 // # Flow
 //
@@ -50,15 +53,37 @@
 // rotated (at SegmentBytes) and on shutdown. A machine crash may therefore lose the
 // last SyncInterval of queued data, never more, and a torn tail is detected by its
 // CRC. On start every segment is read and checked: a corrupt frame is logged and
-// counted (samples_dropped_total{reason="corrupt"}) and the rest of that segment,
-// whose framing can no longer be trusted, is skipped; other segments are sent.
-// The directory is locked (flock) so two agents never share it.
+// its samples counted (samples_dropped_total{reason="corrupt"}, when its header
+// survived to say how many), and the rest of that segment, whose framing can no
+// longer be trusted, is skipped and cut from the file, so a torn tail is counted
+// once, not at every start; other segments are sent. The directory is locked
+// (flock) so two agents never share it.
+//
+// Acknowledged, precisely: a record is acknowledged when its append returned,
+// that is when its whole frame was handed to write(2); from then on killing the
+// agent cannot lose it (it is in the page cache), and after the next fsync
+// neither can a machine crash. A record is delivered when the store answered 2xx
+// and the cursor was renamed past it; it is never sent again after that. An
+// agent killed in the middle of a write leaves at most that one record torn, and
+// one killed between a 2xx and the cursor's rename sends that one request again.
 //
 // Bound: the queue holds at most MaxBytes of unsent records; appending past it
 // drops the oldest records first and counts their samples as queue_full. Segment
 // files already sent are deleted as the cursor passes them, so the directory stays
 // within MaxBytes plus one segment. With QueueDir "" the same queue lives in
 // memory, with the same bound.
+//
+// A full disk is a bound too. A segment is at most an eighth of the space free
+// when it was started; when a write fails with ENOSPC (or EDQUOT) the oldest
+// segment's unsent records are dropped, counted as queue_full, and its file
+// deleted, until the record fits. When nothing of the queue's own is left to
+// free, or the directory refuses writes for another reason (read-only, I/O
+// errors), records are held in memory instead (at most 32 MiB or MaxBytes,
+// oldest dropped first as queue_full) and still sent; the directory is tried
+// again every 5 s. Records held in memory are lost if the agent stops before
+// they are sent. Each refusal and each recovery is logged once, as is a cursor
+// that cannot be written (a restart would then send again what was sent since).
+// Collection never waits on any of this: Enqueue does not block.
 //
 // # Self-metrics
 //

@@ -57,8 +57,9 @@ func newEncoder(extra telemetry.Labels, batch int, unchanged time.Duration) *enc
 // timestamp is forgotten (bounding the map when label values churn: job ids, pods).
 const forgetAfter = 64
 
-// encode emits the snapshot's series whose timestamp advanced since they were
-// last shipped, as records of at most batch samples each. With an unchanged
+// encode emits the snapshot's series whose timestamp moved since they were last
+// shipped (forward, or back after a step of the clock), as records of at most
+// batch samples each. With an unchanged
 // interval, a series whose value did not change is shipped again only once that
 // interval has passed since it was last shipped: health-critical fields read
 // every second cost the store one sample per interval until they move, and
@@ -129,12 +130,17 @@ func (e *encoder) encode(snap *collector.Snapshot, fams []*dto.MetricFamily, out
 			}
 			key := h.Sum64()
 			prev, ok := e.last[key]
-			if ok && prev.ts >= ts {
+			if ok && prev.ts == ts {
+				// The same collection, rendered again (a full-tier series in a
+				// health snapshot).
 				prev.gen = e.gen
 				e.last[key] = prev
 				continue
 			}
-			if ok && e.unchanged > 0 && sameValue(prev.v, v) && ts-prev.shipped < e.unchanged {
+			// A time before the last one is a collection made after the clock
+			// stepped back: it is shipped (the store's out-of-order window takes
+			// it), not held back until the clock has caught up.
+			if ok && e.unchanged > 0 && sameValue(prev.v, v) && ts > prev.shipped && ts-prev.shipped < e.unchanged {
 				// Unchanged since it was last shipped, and shipped recently: a
 				// change is shipped at once, a steady value once per interval.
 				e.last[key] = lastSeen{ts: ts, shipped: prev.shipped, v: v, gen: e.gen}

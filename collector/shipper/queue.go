@@ -50,8 +50,9 @@ type segment struct {
 	mem    []byte   // memory mode: the frames
 	size   int64
 	recs   []recMeta
-	dirty  bool // written since the last fsync
-	sealed bool // left by an earlier process: read only
+	dirty  bool  // written since the last fsync
+	sealed bool  // left by an earlier process, or refused a write: read only
+	limit  int64 // size at which it is rotated
 }
 
 func (s *segment) end() uint64 { return s.first + uint64(len(s.recs)) }
@@ -83,7 +84,27 @@ type queue struct {
 	lock     *os.File
 	closed   bool
 	notify   chan struct{}
+
+	// While the directory refuses writes (full, read-only, failing), records are
+	// held in memory segments, bounded by memMax; the disk is tried again every
+	// diskRetry.
+	diskErr    error // nil while the directory takes writes
+	diskErrAt  time.Time
+	memBytes   int64 // frame bytes in memory segments (disk mode only)
+	memMax     int64
+	cursorErr  bool // the last cursor write failed (logged once)
+	memDropped int  // samples dropped for memMax since diskErr, for the log
 }
+
+// Holding records in memory while the queue directory refuses writes.
+const (
+	// memFallbackMax bounds the memory a queue on disk may use when its directory
+	// refuses writes: the agent's own limit (systemd MemoryMax 256M) is far below
+	// the queue's default bound.
+	memFallbackMax = 32 << 20
+	// diskRetry is how often a queue in memory tries its directory again.
+	diskRetry = 5 * time.Second
+)
 
 func openQueue(opts queueOptions) (*queue, error) {
 	if opts.segmentBytes <= 0 {
@@ -99,6 +120,7 @@ func openQueue(opts queueOptions) (*queue, error) {
 	if opts.dir == "" {
 		return q, nil
 	}
+	q.memMax = min(opts.maxBytes, memFallbackMax)
 	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("queue directory %s: %w", opts.dir, err)
 	}
@@ -181,7 +203,9 @@ func (q *queue) load() error {
 }
 
 // scan indexes one segment file, checking every frame. The first bad frame ends
-// the segment: it is reported and counted, and what follows is skipped.
+// the segment: it is reported, its samples are counted when its header says how
+// many, and the file is cut there, so a torn tail (an agent killed in the middle
+// of a write) or a damaged frame is counted once, not again at every start.
 func (q *queue) scan(first uint64) (*segment, error) {
 	path := filepath.Join(q.opts.dir, fmt.Sprintf("%020d%s", first, segSuffix))
 	f, err := os.Open(path)
@@ -197,39 +221,53 @@ func (q *queue) scan(first uint64) (*segment, error) {
 	var hdr [frameHeader]byte
 	var buf []byte
 	for off := int64(0); off < seg.size; {
-		bad := func(what string, samples int) {
+		// bad ends the segment at off; cut says the bytes are known bad (not
+		// merely unreadable now) and the file may be truncated to off.
+		bad := func(what string, samples int, cut bool) {
 			q.opts.logger.Error("remote-write queue: corrupt segment; skipping the rest of it",
-				"file", path, "offset", off, "problem", what, "bytes_skipped", seg.size-off)
+				"file", path, "offset", off, "problem", what, "bytes_skipped", seg.size-off, "samples_lost", samples)
 			q.opts.dropped(reasonCorrupt, samples)
+			if cut {
+				if err := os.Truncate(path, off); err != nil {
+					q.opts.logger.Warn("remote-write queue: cannot cut a corrupt segment; it will be reported again at the next start", "file", path, "err", err)
+				}
+			}
 			seg.size = off
 		}
-		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			bad(fmt.Sprintf("truncated frame header (%v)", err), 0)
+		if n, err := f.ReadAt(hdr[:], off); err != nil {
+			torn := errors.Is(err, io.EOF) && off+int64(n) == seg.size
+			bad(fmt.Sprintf("truncated frame header, %d of %d bytes (%v)", n, frameHeader, err), 0, torn)
 			break
 		}
 		size := binary.LittleEndian.Uint32(hdr[4:])
 		samples := binary.LittleEndian.Uint32(hdr[8:])
 		if size > maxRecord || off+frameHeader+int64(size) > seg.size {
-			bad(fmt.Sprintf("frame length %d runs past the end of the file", size), 0)
+			bad(fmt.Sprintf("frame length %d runs past the end of the file", size), plausibleSamples(size, samples), true)
 			break
 		}
 		buf = slices.Grow(buf[:0], int(size))[:size]
 		if _, err := f.ReadAt(buf, off+frameHeader); err != nil {
-			bad(fmt.Sprintf("unreadable payload (%v)", err), 0)
+			bad(fmt.Sprintf("unreadable payload (%v)", err), 0, false)
 			break
 		}
 		if frameCRC(hdr[4:], buf) != binary.LittleEndian.Uint32(hdr[:4]) {
-			n := 0
-			if int64(samples) <= int64(size) { // a plausible count
-				n = int(samples)
-			}
-			bad("checksum mismatch", n)
+			bad("checksum mismatch", plausibleSamples(size, samples), true)
 			break
 		}
 		seg.recs = append(seg.recs, recMeta{off: off, size: size, samples: samples})
 		off += frameHeader + int64(size)
 	}
 	return seg, nil
+}
+
+// plausibleSamples is the sample count of a frame header that cannot be checked
+// (its payload is torn or damaged), or 0 when the header itself is implausible:
+// a record's length at most maxRecord, and no more samples than payload bytes.
+func plausibleSamples(size, samples uint32) int {
+	if size > maxRecord || samples > size {
+		return 0
+	}
+	return int(samples)
 }
 
 func frameCRC(hdrRest, payload []byte) uint32 {
@@ -239,6 +277,14 @@ func frameCRC(hdrRest, payload []byte) uint32 {
 
 // append adds a record, dropping the oldest records when the bound would be
 // exceeded. A record larger than the whole bound is dropped itself.
+//
+// When the directory refuses the write because it is full, the oldest unsent
+// records on disk are dropped (counted as queue_full) until the record fits: the
+// disk, not only MaxBytes, bounds the queue. When nothing is left to drop, or the
+// directory refuses writes for another reason (read-only, I/O errors), the record
+// is held in memory (at most memFallbackMax, oldest dropped first; lost if the
+// agent stops before it is sent) and the directory is tried again every
+// diskRetry; each change is logged once.
 func (q *queue) append(data []byte, samples int) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -253,34 +299,18 @@ func (q *queue) append(data []byte, samples int) error {
 	for q.bytes+need > q.opts.maxBytes && q.head < q.next {
 		q.dropHead()
 	}
-	seg, err := q.active(need)
-	if err != nil {
-		return err
-	}
 	frame := make([]byte, frameHeader, need)
 	binary.LittleEndian.PutUint32(frame[4:], uint32(len(data)))
 	binary.LittleEndian.PutUint32(frame[8:], uint32(samples))
 	binary.LittleEndian.PutUint32(frame[:4], frameCRC(frame[4:frameHeader], data))
 	frame = append(frame, data...)
-	if seg.f != nil {
-		if _, err := seg.f.Write(frame); err != nil {
-			// A partial write leaves a torn frame the next start detects; make
-			// the file end where the index does.
-			_ = seg.f.Truncate(seg.size)
-			_, _ = seg.f.Seek(seg.size, io.SeekStart)
-			q.opts.dropped(reasonQueueFull, samples)
-			return fmt.Errorf("remote-write queue segment %s: %w", seg.path, err)
-		}
-		seg.dirty = true
-	} else {
-		seg.mem = append(seg.mem, frame...)
-	}
+	seg := q.store(frame, samples)
 	seg.recs = append(seg.recs, recMeta{off: seg.size, size: uint32(len(data)), samples: uint32(samples)})
 	seg.size += need
 	q.next++
 	q.bytes += need
 	q.samples += int64(samples)
-	if q.opts.syncInterval < 0 || q.opts.now().Sub(q.lastSync) >= q.opts.syncInterval {
+	if q.syncDue() {
 		q.syncLocked()
 	}
 	select {
@@ -290,12 +320,108 @@ func (q *queue) append(data []byte, samples int) error {
 	return nil
 }
 
-// active returns the segment to append need bytes to, rotating when full.
-func (q *queue) active(need int64) (*segment, error) {
+// store writes frame at the end of the active segment, on disk or in memory,
+// and returns that segment.
+func (q *queue) store(frame []byte, samples int) *segment {
+	need := int64(len(frame))
+	for {
+		seg := q.active(need)
+		if seg.f == nil {
+			if q.opts.dir != "" {
+				// Held in memory while the directory refuses writes: bounded on
+				// its own, oldest first.
+				for q.memBytes+need > q.memMax && q.head < q.next {
+					before := q.samples
+					q.dropHead()
+					q.memDropped += int(before - q.samples)
+				}
+				q.memBytes += need
+			}
+			seg.mem = append(seg.mem, frame...)
+			return seg
+		}
+		_, err := seg.f.Write(frame)
+		if err == nil {
+			seg.dirty = true
+			if q.diskErr != nil {
+				q.opts.logger.Info("remote-write queue: the queue directory takes writes again; queueing on disk",
+					"dir", q.opts.dir, "samples_dropped_meanwhile_for_memory", q.memDropped)
+				q.diskErr, q.memDropped = nil, 0
+			}
+			return seg
+		}
+		// A partial write leaves a torn frame; make the file end where the
+		// index does.
+		_ = seg.f.Truncate(seg.size)
+		_, _ = seg.f.Seek(seg.size, io.SeekStart)
+		if noSpace(err) && q.makeRoom(seg) {
+			continue
+		}
+		q.diskFailed(fmt.Errorf("remote-write queue segment %s: %w", seg.path, err), samples)
+		seg.sealed = true // the next active() holds records in memory
+		if seg.size == 0 && len(seg.recs) == 0 && q.segs[len(q.segs)-1] == seg {
+			// A segment just opened for a retry: not one file per retry.
+			seg.f.Close()
+			_ = os.Remove(seg.path)
+			q.segs[len(q.segs)-1] = nil
+			q.segs = q.segs[:len(q.segs)-1]
+		}
+	}
+}
+
+// noSpace reports whether err says the file system (or the user's quota) is full.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// makeRoom frees disk space for a write into active that failed for want of
+// it: it drops the unsent records of the oldest segment on disk (queue_full), so
+// that its file is deleted, or, when every record is sent, closes active so that
+// its file, holding only sent records, is deleted at the next rotation. It
+// reports whether anything will be freed.
+func (q *queue) makeRoom(active *segment) bool {
+	if q.head < q.next {
+		if seg, _ := q.locate(q.head); seg != nil && seg.f != nil {
+			end := seg.end()
+			for q.head < end && q.head < q.next {
+				q.dropHead()
+			}
+			seg.sealed = true // if it was the active one, the next active() rotates
+			q.gc()
+			return true
+		}
+	}
+	if active.size > 0 && active.end() <= q.head {
+		active.sealed = true
+		return true
+	}
+	return false
+}
+
+// diskFailed records that the directory refused a write: the first failure of
+// a run is logged, the rest are not.
+func (q *queue) diskFailed(err error, samples int) {
+	if q.diskErr == nil {
+		q.opts.logger.Error("remote-write queue: the queue directory refuses writes; holding records in memory (lost if the agent stops before they are sent) and trying the directory again",
+			"dir", q.opts.dir, "err", err, "memory_bound_bytes", q.memMax, "retry_every", diskRetry, "samples", samples)
+	}
+	q.diskErr, q.diskErrAt = err, q.opts.now()
+}
+
+// active returns the segment to append need bytes to, rotating when full. While
+// the directory refuses writes it is a memory segment, until diskRetry has
+// passed since the last refusal.
+//
+// A segment on disk is at most an eighth of the space the file system had free
+// when it was started, so that a full disk, which makes the queue drop whole
+// segments, drops the oldest eighth rather than everything.
+func (q *queue) active(need int64) *segment {
+	since := q.opts.now().Sub(q.diskErrAt)
+	retryDisk := q.diskErr != nil && (since >= diskRetry || since < 0)
 	if n := len(q.segs); n > 0 {
 		s := q.segs[n-1]
-		if !s.sealed && s.end() == q.next && (s.size+need <= q.opts.segmentBytes || len(s.recs) == 0) {
-			return s, nil
+		if !s.sealed && s.end() == q.next && (s.size+need <= s.limit || len(s.recs) == 0) && !(retryDisk && s.f == nil) {
+			return s
 		}
 		if s.f != nil && s.dirty {
 			if err := s.f.Sync(); err != nil {
@@ -304,18 +430,26 @@ func (q *queue) active(need int64) (*segment, error) {
 			s.dirty = false
 		}
 	}
-	seg := &segment{first: q.next}
-	if q.opts.dir != "" {
-		seg.path = filepath.Join(q.opts.dir, fmt.Sprintf("%020d%s", q.next, segSuffix))
-		f, err := os.OpenFile(seg.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	seg := &segment{first: q.next, limit: q.opts.segmentBytes}
+	if q.opts.dir != "" && (q.diskErr == nil || retryDisk) {
+		path := filepath.Join(q.opts.dir, fmt.Sprintf("%020d%s", q.next, segSuffix))
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("remote-write queue segment: %w", err)
+			q.diskFailed(fmt.Errorf("remote-write queue segment: %w", err), 0)
+		} else {
+			seg.path, seg.f = path, f
+			var st syscall.Statfs_t
+			if err := syscall.Fstatfs(int(f.Fd()), &st); err == nil {
+				seg.limit = min(seg.limit, max(int64(st.Bavail)*int64(st.Bsize)/8, 4<<10))
+			}
 		}
-		seg.f = f
+	}
+	if seg.f == nil && q.opts.dir != "" {
+		seg.limit = max(min(seg.limit, q.memMax/4), 4<<10) // memory freed in steps
 	}
 	q.segs = append(q.segs, seg)
 	q.gc()
-	return seg, nil
+	return seg
 }
 
 // dropHead drops the oldest unsent record as queue_full.
@@ -439,6 +573,8 @@ func (q *queue) gc() {
 			if err := os.Remove(s.path); err != nil {
 				q.opts.logger.Warn("remote-write queue: cannot remove a sent segment", "file", s.path, "err", err)
 			}
+		} else if q.opts.dir != "" {
+			q.memBytes -= int64(len(s.mem))
 		}
 		q.segs[0] = nil
 		q.segs = q.segs[1:]
@@ -450,12 +586,19 @@ func (q *queue) writeCursor() {
 		return
 	}
 	tmp := filepath.Join(q.opts.dir, cursorFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(q.head, 10)+"\n"), 0o644); err != nil {
-		q.opts.logger.Warn("remote-write queue: cannot write the cursor", "file", tmp, "err", err)
-		return
+	err := os.WriteFile(tmp, []byte(strconv.FormatUint(q.head, 10)+"\n"), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(q.opts.dir, cursorFile))
 	}
-	if err := os.Rename(tmp, filepath.Join(q.opts.dir, cursorFile)); err != nil {
-		q.opts.logger.Warn("remote-write queue: cannot write the cursor", "file", tmp, "err", err)
+	switch {
+	case err != nil && !q.cursorErr:
+		// This process still sends nothing twice; a restart would send again
+		// what was sent since the last cursor written (at least once).
+		q.opts.logger.Warn("remote-write queue: cannot write the cursor; a restart would send again what was sent since", "file", tmp, "err", err)
+		q.cursorErr = true
+	case err == nil && q.cursorErr:
+		q.opts.logger.Info("remote-write queue: the cursor is written again", "file", filepath.Join(q.opts.dir, cursorFile))
+		q.cursorErr = false
 	}
 }
 
@@ -476,9 +619,16 @@ func (q *queue) syncLocked() {
 func (q *queue) sync() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.closed && q.opts.now().Sub(q.lastSync) >= q.opts.syncInterval {
+	if !q.closed && q.syncDue() {
 		q.syncLocked()
 	}
+}
+
+// syncDue says whether SyncInterval has passed since the last fsync; a clock
+// that stepped back makes it due at once rather than a step later.
+func (q *queue) syncDue() bool {
+	d := q.opts.now().Sub(q.lastSync)
+	return q.opts.syncInterval < 0 || d >= q.opts.syncInterval || d < 0
 }
 
 // stats returns the unsent bytes and samples.
@@ -497,6 +647,22 @@ func (q *queue) close() {
 	}
 	q.syncLocked()
 	q.writeCursor()
+	if q.opts.dir != "" {
+		lost := 0
+		for _, s := range q.segs {
+			if s.f != nil {
+				continue
+			}
+			for i, r := range s.recs {
+				if s.first+uint64(i) >= q.head {
+					lost += int(r.samples)
+				}
+			}
+		}
+		if lost > 0 {
+			q.opts.logger.Warn("remote-write queue: samples held in memory while the queue directory refused writes are lost at shutdown", "dir", q.opts.dir, "samples", lost)
+		}
+	}
 	q.closed = true
 	q.closeFiles()
 }

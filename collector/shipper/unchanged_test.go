@@ -60,3 +60,42 @@ func TestUnchangedValuesShipOncePerInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestClockStepBackShipsAtOnce: the agent's clock steps back five minutes at
+// second 20. The series read after the step are shipped at once, changed or
+// not, each again once per interval: not held back until the clock has caught
+// up with the last time shipped, five minutes in which the store would have
+// had nothing (and lost the series from its five-minute lookback).
+func TestClockStepBackShipsAtOnce(t *testing.T) {
+	enc := newEncoder(nil, DefaultBatchSamples, 10*time.Second)
+	start := time.Unix(1_700_000_000, 0)
+	var shipped []int64 // seconds since start, on the stepped clock
+	for sec := 0; sec < 45; sec++ {
+		now := start.Add(time.Duration(sec) * time.Second)
+		if sec >= 20 {
+			now = now.Add(-5 * time.Minute)
+		}
+		ms := now.UnixMilli()
+		name, v := "DCGM_FI_DEV_POWER_MGMT_LIMIT", 700.0
+		fams := []*dto.MetricFamily{{Name: &name, Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: &v}, TimestampMs: &ms}}}}
+		enc.encode(&collector.Snapshot{Time: now}, fams, func(data []byte, _ int) {
+			raw, _ := snappy.Decode(nil, data)
+			var wr prompb.WriteRequest
+			if err := wr.Unmarshal(raw); err != nil {
+				t.Fatal(err)
+			}
+			for _, ts := range wr.Timeseries {
+				shipped = append(shipped, (ts.Samples[0].Timestamp-start.UnixMilli())/1000)
+			}
+		})
+	}
+	want := []int64{0, 10, -280, -270, -260}
+	if len(shipped) != len(want) {
+		t.Fatalf("shipped at seconds %v, want %v", shipped, want)
+	}
+	for i := range want {
+		if shipped[i] != want[i] {
+			t.Fatalf("shipped at seconds %v, want %v", shipped, want)
+		}
+	}
+}

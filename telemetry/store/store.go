@@ -65,3 +65,9 @@ var ErrLimit = errors.New("limit exceeded")
 // agent token bound to other nodes); receivers answer it with 403, and the
 // sender must not retry it.
 var ErrForbidden = errors.New("forbidden")
+
+// ErrUnavailable marks a write the store cannot take now (its disk is full or
+// read-only, or an earlier write to it failed) although the data is good:
+// nothing of the batch was stored, and receivers answer 503 so that senders
+// keep the data queued and send it again later.
+var ErrUnavailable = errors.New("store cannot take writes now")

@@ -7,4 +7,12 @@
 // appender) and store.Querier (PromQL through the engine). Queryable and Engine hand
 // the same storage and engine to the Prometheus HTTP API in package api, and
 // ActiveSeries feeds the ingest path's cardinality guard.
+//
+// A store that cannot write says so with store.ErrUnavailable (ingest answers
+// 503, so agents keep their queues): while its file system has less than
+// Options.MinFreeBytes free (64 MiB) or is read-only, and, after a write to the
+// WAL failed (full disk, read-only remount, I/O error), until it is reopened.
+// Prometheus's WAL, torn by a write cut short in the middle of a record, drops
+// at its repair on the next start everything written after the tear; refusing
+// those writes instead keeps every acknowledged sample.
 package embedded

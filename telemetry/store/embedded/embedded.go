@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"sort"
+	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -30,6 +33,7 @@ const (
 	DefaultMaxSamples       = 50_000_000 // samples one query may hold in memory (Prometheus's default)
 	DefaultQueryTimeout     = 2 * time.Minute
 	DefaultLookbackDelta    = 5 * time.Minute
+	DefaultMinFreeBytes     = 64 << 20
 )
 
 // Options configure Open. Only Dir is required.
@@ -45,6 +49,11 @@ type Options struct {
 	// agent can replay samples it buffered during an outage with their original
 	// timestamps; 0 means DefaultOutOfOrderWindow (2 h), negative disables it.
 	OutOfOrderWindow time.Duration
+	// MinFreeBytes is the free space Append keeps on the data directory's file
+	// system: below it, and on a read-only one, writes are refused with
+	// store.ErrUnavailable before anything reaches the WAL (see Append). 0 means
+	// DefaultMinFreeBytes (64 MiB); negative disables the check.
+	MinFreeBytes int64
 	// Logger receives the TSDB's and the engine's logs; nil discards them.
 	Logger *slog.Logger
 	// Registerer receives the TSDB's and the engine's own metrics; nil registers
@@ -64,6 +73,9 @@ type Store struct {
 	engine *promql.Engine
 	opts   Options
 	log    *slog.Logger
+
+	mu     sync.Mutex
+	failed error // a write to the WAL failed: writes are refused until a restart
 }
 
 var (
@@ -99,6 +111,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.LookbackDelta <= 0 {
 		opts.LookbackDelta = DefaultLookbackDelta
+	}
+	if opts.MinFreeBytes == 0 {
+		opts.MinFreeBytes = DefaultMinFreeBytes
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -165,12 +180,25 @@ func (s *Store) Close() error {
 // duplicates), UTF-8 label values and a non-zero Time. Empty label values are
 // dropped, as Prometheus treats them as absent. Samples older than the
 // out-of-order window are refused.
+//
+// A store that cannot write refuses with store.ErrUnavailable, the batch
+// untouched, so that a sender keeps it and tries again: while the data
+// directory's file system has less than MinFreeBytes free or is read-only
+// (writes resume by themselves once it has room), and after a write to the WAL
+// failed (until the store is reopened). The reason is Prometheus's WAL: a write
+// cut short in the middle of a record leaves it torn, and what is written after
+// the tear is acknowledged, held in memory, and dropped when the WAL is repaired
+// at the next start. So the WAL is kept from meeting a full disk, and once it
+// has failed nothing more is acknowledged until a restart has repaired it.
 func (s *Store) Append(ctx context.Context, batch []telemetry.Sample) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("embedded store: append: %w", err)
+	}
+	if err := s.writable(); err != nil {
+		return err
 	}
 	lsets := make([]labels.Labels, len(batch))
 	b := labels.NewScratchBuilder(16)
@@ -191,10 +219,55 @@ func (s *Store) Append(ctx context.Context, batch []telemetry.Sample) error {
 		}
 	}
 	if err := app.Commit(); err != nil {
+		if ioError(err) {
+			s.mu.Lock()
+			if s.failed == nil {
+				s.failed = err
+				s.log.Error("embedded store: a write to the WAL failed; refusing writes until the server is restarted (the WAL is repaired at start)", "dir", s.opts.Dir, "err", err)
+			}
+			s.mu.Unlock()
+			return fmt.Errorf("embedded store: %w: commit %d samples: %w; nothing of the batch was stored, and writes are refused until the server is restarted with %s writable (the WAL is repaired at start)",
+				store.ErrUnavailable, len(batch), err, s.opts.Dir)
+		}
 		return fmt.Errorf("embedded store: commit %d samples: %w; nothing of the batch was stored", len(batch), err)
 	}
 	return nil
 }
+
+// writable says why the store cannot take a write now, or nil.
+func (s *Store) writable() error {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		return fmt.Errorf("embedded store: %w: an earlier write to the WAL in %s failed (%v); writes are refused until the server is restarted with it writable (the WAL is repaired at start, and what was acknowledged before the failure is kept)",
+			store.ErrUnavailable, s.opts.Dir, failed)
+	}
+	if s.opts.MinFreeBytes < 0 {
+		return nil
+	}
+	free, readOnly, err := diskSpace(s.opts.Dir)
+	switch {
+	case err != nil:
+		return nil // no answer: the write itself will tell
+	case readOnly:
+		return fmt.Errorf("embedded store: %w: the data directory %s is on a read-only file system", store.ErrUnavailable, s.opts.Dir)
+	case free < s.opts.MinFreeBytes:
+		return fmt.Errorf("embedded store: %w: the data directory %s has %s free, less than the %s kept free so that the WAL never meets a full disk; writes resume once there is room",
+			store.ErrUnavailable, s.opts.Dir, mib(free), mib(s.opts.MinFreeBytes))
+	}
+	return nil
+}
+
+// ioError says whether err is the file system's (a write or sync that failed)
+// rather than the data's.
+func ioError(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // sampleLabels validates sm and returns its label set, __name__ included.
 func sampleLabels(b *labels.ScratchBuilder, sm *telemetry.Sample) (labels.Labels, error) {

@@ -68,8 +68,11 @@
 // active-series cap (the cardinality guard), so that remote write senders, which
 // retry 429 and 5xx and drop other 4xx, keep the samples queued until the cap is
 // raised or old series leave the head. Appender errors: store.ErrLimit → 429;
-// Prometheus's out-of-order, out-of-bounds, duplicate and too-old sample errors →
-// 400 (as Prometheus's receiver); anything else → 500.
+// store.ErrUnavailable (the store's disk is full or read-only, or its WAL failed)
+// → 503, so senders keep the data and retry; Prometheus's
+// out-of-order, out-of-bounds, duplicate and too-old sample errors → 400 (as
+// Prometheus's receiver); anything else → 500. Every 5xx is logged with the
+// store's message.
 //
 // # Cardinality guard
 //

@@ -138,6 +138,11 @@ func classify(err error) (int, string) {
 	case errors.Is(err, store.ErrLimit):
 		// The store's own limit: retryable once it has room, like the guard.
 		return http.StatusTooManyRequests, reasonStore
+	case errors.Is(err, store.ErrUnavailable):
+		// The store cannot write now (disk full or read-only): the data is good,
+		// senders keep it and retry (with their own back-off: writes resume as
+		// soon as the disk has room).
+		return http.StatusServiceUnavailable, reasonStore
 	case errors.Is(err, storage.ErrOutOfOrderSample), errors.Is(err, storage.ErrOutOfBounds),
 		errors.Is(err, storage.ErrDuplicateSampleForTimestamp), errors.Is(err, storage.ErrTooOldSample):
 		// As Prometheus: samples the TSDB cannot take are a bad request, not retried.

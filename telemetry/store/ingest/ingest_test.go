@@ -342,6 +342,7 @@ func TestAppenderErrors(t *testing.T) {
 		{fmt.Errorf("append: %w", storage.ErrOutOfOrderSample), 400, reasonStore},
 		{fmt.Errorf("append: %w", storage.ErrTooOldSample), 400, reasonStore},
 		{errors.New("disk on fire"), 500, reasonStore},
+		{fmt.Errorf("embedded store: %w: the data directory /data has 1.0 MiB free", store.ErrUnavailable), 503, reasonStore},
 	} {
 		app := &memAppender{err: tc.err}
 		h := NewHandler(app, DefaultLimits(), Options{Now: fixedNow})
