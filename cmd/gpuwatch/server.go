@@ -57,6 +57,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.DataDir, "data-dir", "data", "directory of the embedded store (TSDB blocks and WAL)")
 	fs.Var(promDuration{&o.Retention}, "retention", "how long the embedded store keeps samples (Prometheus syntax: 15d, 12h)")
 	fs.Int64Var(&o.RetentionBytes, "retention.size", 0, "largest size in bytes of the embedded store's blocks (0: no limit)")
+	fs.Int64Var(&o.MinFreeBytes, "store.min-free-bytes", 64<<20, "the embedded store refuses writes (503: agents keep their queues) while its disk has less free space than this, so that its WAL never meets a full disk (negative: no check)")
 	fs.Var(promDuration{&o.OutOfOrderWindow}, "out-of-order-window", "how far back agents may replay samples buffered during an outage")
 	fs.StringVar(&o.StoreURL, "store.url", "", "use this VictoriaMetrics or Prometheus instead of the embedded store (http://host:port)")
 	fs.Int64Var(&o.Limits.MaxBodyBytes, "limits.request-bytes", o.Limits.MaxBodyBytes, "largest compressed ingest request body")

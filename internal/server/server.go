@@ -45,6 +45,9 @@ type Options struct {
 	RetentionBytes int64
 	// OutOfOrderWindow is how far back agents may replay buffered samples.
 	OutOfOrderWindow time.Duration
+	// MinFreeBytes is the free space the embedded store keeps on its disk
+	// (embedded.Options.MinFreeBytes; 0: its default, negative: no check).
+	MinFreeBytes int64
 	// StoreURL points at an external Prometheus-compatible store (VictoriaMetrics
 	// "http://host:8428", Prometheus "http://host:9090"); queries go there and
 	// /api/v1/* is proxied to it, so agents and Grafana may use either address.
@@ -123,7 +126,18 @@ func New(opts Options) (*Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		// A store refusing writes (a full or read-only disk, a failed WAL
+		// write that needs a restart) makes the server unhealthy: agents
+		// queue meanwhile, and whoever watches /healthz sees why.
+		if s.embedded != nil {
+			if err := s.embedded.Writable(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
 
 	if opts.StoreURL != "" {
 		u, err := url.Parse(opts.StoreURL)
@@ -148,7 +162,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("a data directory is needed for the embedded store (--data-dir), or an external one (--store.url)")
 	}
 	st, err := embedded.Open(embedded.Options{Dir: opts.DataDir, Retention: opts.Retention, MaxBytes: opts.RetentionBytes,
-		OutOfOrderWindow: opts.OutOfOrderWindow, Logger: opts.Logger, Registerer: reg})
+		OutOfOrderWindow: opts.OutOfOrderWindow, MinFreeBytes: opts.MinFreeBytes, Logger: opts.Logger, Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded store in %s: %w", opts.DataDir, err)
 	}

@@ -117,3 +117,28 @@ func TestOptionsErrors(t *testing.T) {
 		t.Errorf("bad url: %v", err)
 	}
 }
+
+// TestHealthzSaysWhenTheStoreRefusesWrites: a store that cannot take writes
+// (here: less free space than it keeps) makes /healthz answer 503 with why.
+func TestHealthzSaysWhenTheStoreRefusesWrites(t *testing.T) {
+	s, err := New(Options{DataDir: t.TempDir(), MinFreeBytes: 1 << 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "free") {
+		t.Errorf("/healthz with a full disk: %d %s", rec.Code, rec.Body)
+	}
+	ok, err := New(Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close(context.Background())
+	rec = httptest.NewRecorder()
+	ok.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("/healthz: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -234,6 +234,11 @@ func (s *Store) Append(ctx context.Context, batch []telemetry.Sample) error {
 	return nil
 }
 
+// Writable says why the store cannot take a write now, or nil: the server's
+// /healthz reports it, so that a store refusing writes until a restart is
+// seen.
+func (s *Store) Writable() error { return s.writable() }
+
 // writable says why the store cannot take a write now, or nil.
 func (s *Store) writable() error {
 	s.mu.Lock()
