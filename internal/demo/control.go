@@ -79,6 +79,10 @@ type actuator struct {
 	names   map[string]string // demo node → scheduler node
 	now     func() time.Time
 
+	// refuseReboot names nodes whose reboot the log actuator refuses for good,
+	// with why: the demo's stand-in for a cluster without a RebootProgram.
+	refuseReboot map[string]string
+
 	mu      sync.Mutex
 	notes   []ctlLine
 	reboots []string
@@ -164,6 +168,11 @@ func (a *actuator) Resume(ctx context.Context, node string) error {
 }
 
 func (a *actuator) Reboot(ctx context.Context, node, reason string) error {
+	if why, ok := a.refuseReboot[node]; ok {
+		err := drain.Permanent(fmt.Errorf("reboot %s refused: %s", node, why))
+		a.note(node, "the scheduler refuses to reboot "+node+": "+why)
+		return err
+	}
 	err := a.inner.Reboot(ctx, a.name(node), reason)
 	a.slurmNote(node, "reboot ASAP nextstate=DOWN Reason="+strconv.Quote(reason)+" %s", err)
 	if err == nil {

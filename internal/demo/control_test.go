@@ -61,6 +61,17 @@ func TestDefaultStoryDrains(t *testing.T) {
 			t.Errorf("the output lacks the log actuator's %q for %s", "would "+action, node)
 		}
 	}
+	// node-15's reboot is refused: it is drained instead, at once, with the
+	// same reason (containment never depends on the remedy).
+	if countAudit(recs, "node-15", "decision", "reboot", drain.OutcomePending) != 1 ||
+		countAudit(recs, "node-15", "actuation", "reboot", drain.OutcomeRefused) != 1 ||
+		countAudit(recs, "node-15", "decision", "cordon", drain.OutcomePending) != 1 ||
+		countAudit(recs, "node-15", "actuation", "cordon", drain.OutcomeAccepted) != 1 {
+		t.Errorf("node-15: want a reboot decided, refused, and a drain instead, accepted")
+	}
+	if !strings.Contains(out, "would drain node-15 reason=\""+drain.ReasonPrefix) || !strings.Contains(out, "reboot refused: ") {
+		t.Errorf("the output lacks node-15's refused reboot and the drain instead")
+	}
 	// Warnings keep their node in service: the GPU is excluded, nothing drained.
 	for node, gpu := range map[string]string{"node-03": "gpu2", "node-02": "gpu1", "node-09": "gpu4/nvlink4", "node-04": "gpu2"} {
 		for _, r := range recs {
@@ -98,7 +109,7 @@ func TestDefaultStoryDrains(t *testing.T) {
 		"node-07": telemetry.StateHealthy, "node-11": telemetry.StateHealthy, // resumed
 		"node-12": telemetry.StateProbation, // its port came back at 9m30s
 		"node-14": telemetry.StateDrained, "node-06": telemetry.StateDrained, "node-16": telemetry.StateDrained,
-		"node-01": telemetry.StateHealthy,
+		"node-15": telemetry.StateDrained, "node-01": telemetry.StateHealthy,
 	} {
 		if got := state[node].State; got != want {
 			t.Errorf("the drain controller ends %s %s, want %s", node, got, want)
@@ -106,29 +117,32 @@ func TestDefaultStoryDrains(t *testing.T) {
 	}
 	// What the (log) actuator holds at the end: the drained nodes and the one on
 	// probation, which stays out of service until its probation ends.
-	if held := slices.Sorted(maps.Keys(d.Held)); !slices.Equal(held, []string{"node-06", "node-12", "node-14", "node-16"}) {
-		t.Errorf("the actuator holds %v out of service, want node-06, node-12, node-14, node-16", held)
+	if held := slices.Sorted(maps.Keys(d.Held)); !slices.Equal(held, []string{"node-06", "node-12", "node-14", "node-15", "node-16"}) {
+		t.Errorf("the actuator holds %v out of service, want node-06, node-12, node-14, node-15, node-16", held)
 	}
 	// The reboot: the demo restarted node-11's agent after the actuator accepted.
 	if len(d.Reboots) != 1 || d.Reboots[0].Node != "node-11" || d.Reboots[0].Up.Sub(d.Reboots[0].Down) != rebootTime {
 		t.Errorf("reboots %+v, want node-11 down for %s", d.Reboots, rebootTime)
 	}
-	// Six drains within the hour: the demo policy's budget (40% of 16) exactly.
-	if b := d.Budget; b.Used != 6 || b.Limit != 6 || b.Tripped {
-		t.Errorf("budget %+v, want 6 of 6 used, not tripped", b)
+	// Seven drains within the hour, within the demo policy's budget (50% of 16).
+	if b := d.Budget; b.Used != 7 || b.Limit != 8 || b.Tripped {
+		t.Errorf("budget %+v, want 7 of 8 used, not tripped", b)
 	}
 	// Latency from the scripted fault to the accepted drain, in simulated time:
 	// the lost GPU is fatal and acts on the first report; the others wait for the
 	// hysteresis (30 s, or 3 reports) and the report after it (a heartbeat or a
 	// change), so at most For + heartbeat + the agents' detection.
-	if len(d.Drains) != 6 {
-		t.Fatalf("%d drains with a latency, want 6: %+v", len(d.Drains), d.Drains)
+	if len(d.Drains) != 7 {
+		t.Fatalf("%d drains with a latency, want 7: %+v", len(d.Drains), d.Drains)
 	}
 	for _, l := range d.Drains {
 		lat := l.Latency()
 		limit := d.Policy.Hysteresis.For + heartbeat + 30*time.Second
-		if l.Node == "node-11" {
-			limit = 5 * time.Second // one health cycle
+		switch l.Node {
+		case "node-11", "node-15", "node-07", "node-12", "node-06":
+			// A lost GPU, Xid 48, an IB port down and Xid 119 are discrete
+			// fatal events: the first report acts, one health cycle.
+			limit = 5 * time.Second
 		}
 		if lat < 0 || lat > limit {
 			t.Errorf("%s: %s from fault to drain, want 0..%s", l.Node, lat, limit)
@@ -136,7 +150,7 @@ func TestDefaultStoryDrains(t *testing.T) {
 	}
 	for _, s := range []string{"drain controller: drain (rule drain-node): ecc-dbe on gpu3 [critical]",
 		"drain controller: probation: no drain-rule condition reported", "the simulated node reboots",
-		"drained 6 nodes", "resumed 2 (node-07, node-11)", "drain budget: 6 of 6 nodes used", "fault to drain in simulated time (the scripted fault to the actuator accepting): p50"} {
+		"drained 7 nodes", "resumed 2 (node-07, node-11)", "drain budget: 7 of 8 nodes used", "fault to drain in simulated time (the scripted fault to the actuator accepting): p50"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q", s)
 		}
@@ -326,8 +340,8 @@ func TestSlurmDrains(t *testing.T) {
   - {at: 30s, node: node-03, gpu: 4, kind: xid, xid: 79}
 `)
 	var out bytes.Buffer
-	// The demo policy's budget (40%) is one node of four: allow both.
-	policy := bytes.Replace(DefaultDrainPolicy, []byte(`max: "40%"`), []byte(`max: 2`), 1)
+	// The demo policy's budget (50%) is two nodes of four: name it.
+	policy := bytes.Replace(DefaultDrainPolicy, []byte(`max: "50%"`), []byte(`max: 2`), 1)
 	if bytes.Equal(policy, DefaultDrainPolicy) {
 		t.Fatal("the demo policy's budget line changed: update this test")
 	}

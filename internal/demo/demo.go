@@ -243,6 +243,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		defer cluster.Close()
 	} else {
 		act = newLogActuator(fleet.Now)
+		if o.builtin {
+			// The story's node-15 cannot be rebooted: gpuwatch drains it instead.
+			act.refuseReboot = map[string]string{"node-15": "no RebootProgram for this node's rack (its BMC does not answer)"}
+		}
 	}
 	var agents *fleetAgents
 	names := make([]string, 0, len(fleet.Nodes()))

