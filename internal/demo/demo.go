@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
-	"github.com/gpuwatch/gpuwatch/test/realslurm"
+	"github.com/gpuwatch/gpuwatch/internal/localslurm"
 )
 
 // DefaultStory is the fault scenario the demo plays when none is given.
@@ -79,7 +79,7 @@ type Options struct {
 	// output shows (3m); the server recomputes them every simulated minute.
 	FairShareEvery time.Duration
 	// Slurm drains through a real Slurm cluster started on this host for the
-	// run (test/realslurm: one slurmctld and one slurmd per node, gpu01… for
+	// run (internal/localslurm: one slurmctld and one slurmd per node, gpu01… for
 	// node-01…; needs root, slurm-wlm and munge) instead of the log actuator.
 	Slurm bool
 	// Version is reported by the agents' gpuwatch_build_info.
@@ -236,7 +236,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		for _, n := range fleet.Nodes() {
 			names = append(names, n.Name())
 		}
-		var cluster *realslurm.Cluster
+		var cluster *localslurm.Cluster
 		if act, cluster, err = startSlurm(names, fleet.Now); err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@
 // simulated clock would send. The controller decides under the demo's policy
 // (DefaultDrainPolicy: gpuwatch's default rules with windows short enough for ten
 // minutes) and acts through the log actuator, or through scontrol on a real
-// Slurm cluster started on the host (Options.Slurm, test/realslurm). A reboot the
+// Slurm cluster started on the host (Options.Slurm, internal/localslurm). A reboot the
 // actuator accepts reboots the simulated node: its agent stops, and after
 // rebootTime its GPUs are reset and a new agent starts on a new boot. The demo
 // prints the controller's decisions from its audit log and the actuator's calls

@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
-	"github.com/gpuwatch/gpuwatch/test/realslurm"
+	"github.com/gpuwatch/gpuwatch/internal/localslurm"
 )
 
 // startSlurm starts a real single-host Slurm cluster with one node per simulated
 // node (gpu01… for node-01…) and returns the actuator that drains through its
 // scontrol, and the cluster to close at the end.
-func startSlurm(nodes []string, now func() time.Time) (*actuator, *realslurm.Cluster, error) {
+func startSlurm(nodes []string, now func() time.Time) (*actuator, *localslurm.Cluster, error) {
 	begin := time.Now()
-	c, err := realslurm.Launch(realslurm.Options{Nodes: len(nodes)})
+	c, err := localslurm.Launch(localslurm.Options{Nodes: len(nodes)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--slurm: cannot start a local Slurm cluster: %w", err)
 	}

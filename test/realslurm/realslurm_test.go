@@ -8,33 +8,6 @@ import (
 	"time"
 )
 
-func TestOptionsDefaultsAndValidation(t *testing.T) {
-	o, err := Options{}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Nodes != 4 || o.GPUsPerNode != 8 || o.GPUType != "h100" || o.Partition != "gpu" || o.CPUsPerNode != 16 {
-		t.Errorf("defaults: %+v", o)
-	}
-	if o.TopologyPlugin != "" {
-		t.Errorf("default TopologyPlugin %q, want none", o.TopologyPlugin)
-	}
-	if o, err := (Options{TopologyConf: "SwitchName=s1 Nodes=gpu[01-04]\n"}).withDefaults(); err != nil || o.TopologyPlugin != "topology/tree" {
-		t.Errorf("TopologyConf alone: TopologyPlugin %q, %v; want topology/tree", o.TopologyPlugin, err)
-	}
-	for _, bad := range []Options{
-		{Nodes: 100}, {Nodes: -1}, {GPUsPerNode: 65}, {CPUsPerNode: 3}, {GPUType: "a b"},
-		{Partition: "x,y"}, {ResumeTimeout: time.Millisecond}, {RebootDelay: -time.Second},
-		{TopologyPlugin: "topology/block"}, {TopologyPlugin: "tree"},
-		{TopologyConf: "SwitchName=s1 Nodes=gpu[01-04]\n", TopologyPlugin: "topology/none"},
-		{FutureNodes: "node1 State=IDLE"}, {FutureNodes: "a=b"},
-	} {
-		if _, err := bad.withDefaults(); err == nil {
-			t.Errorf("%+v: no error", bad)
-		}
-	}
-}
-
 // TestClusterLifecycle proves the cluster is a real Slurm: four idle nodes with
 // eight GPUs each, a job placed on gpu02 sees the GPUs it was given, a drain
 // shows with its reason while the job keeps running, the drain and the job
@@ -120,17 +93,11 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 
 	// Close stops every process of the cluster, job included.
-	var pids []int
-	c.mu.Lock()
-	for _, pid := range c.pids {
-		pids = append(pids, pid)
-	}
-	c.mu.Unlock()
-	pids = append(pids, c.munged.Process.Pid)
+	pids := c.DaemonPIDs()
 	var jobProcs []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && c.ours(pid) {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && c.Owns(pid) {
 			jobProcs = append(jobProcs, pid)
 		}
 	}

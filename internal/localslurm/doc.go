@@ -1,17 +1,18 @@
-// Package realslurm starts and stops a real Slurm cluster on one host for
-// gpuwatch's tests: Debian bookworm's slurm-wlm 22.05 and munge, one slurmctld and
+// Package localslurm starts and stops a real Slurm cluster on one host, for
+// gpuwatch's tests (through test/realslurm, which wraps it for testing.TB) and
+// `gpuwatch demo --slurm`: Debian bookworm's slurm-wlm 22.05 and munge, one slurmctld and
 // (by default) four slurmd (`slurmd -N gpu01` … gpu04), each node advertising eight
 // GPUs, all on 127.0.0.1 ports chosen free at start, with every file — slurm.conf,
 // gres.conf, state, spool, logs, PID files, the munge key and socket — in a
 // directory of the cluster's own.
 //
-// A test that needs a cluster of its own calls Start; a package whose tests share
-// one keeps a Shared (started on first use, closed by TestMain after m.Run), since
-// starting takes a few seconds. Env gives the SLURM_CONF that points scontrol,
+// Launch starts a cluster; Close stops it. It does not import the testing
+// package, so the shipped binary does not link it; test/realslurm gives tests
+// Start, Shared and methods that fail a test on error. Env gives the SLURM_CONF that points scontrol,
 // sinfo, squeue and sbatch at the cluster. Options.TopologyConf writes a
 // topology.conf and sets TopologyPlugin=topology/tree (22.05 has no topology/block);
 // Options.FutureNodes defines extra State=FUTURE nodes a topology.conf may name.
-// StopController and StartController take slurmctld down and up again on the same
+// StopControllerNow and StartControllerAgain take slurmctld down and up again on the same
 // StateSaveLocation, for fault tests.
 //
 // What is real and what is not: slurmctld, slurmd, slurmstepd, munged and the
@@ -36,4 +37,4 @@
 // command line, environment (SLURM_CONF), working directory or open files point
 // into the cluster's directory, such as a job's slurmstepd and script — and never
 // a process by name.
-package realslurm
+package localslurm

@@ -1,4 +1,4 @@
-package realslurm
+package localslurm
 
 import (
 	"bytes"
@@ -164,3 +164,23 @@ func (c *Cluster) killLeftovers() error {
 	}
 	return c.waitGone(killed, 5*time.Second)
 }
+
+// DaemonPIDs are the PIDs of the cluster's daemons (slurmctld, every slurmd,
+// munged) as last seen.
+func (c *Cluster) DaemonPIDs() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pids []int
+	for _, pid := range c.pids {
+		pids = append(pids, pid)
+	}
+	if c.munged != nil && c.munged.Process != nil {
+		pids = append(pids, c.munged.Process.Pid)
+	}
+	return pids
+}
+
+// Owns says whether process pid belongs to the cluster: its command line,
+// environment, working directory or open files point into the cluster's
+// directory (a daemon, a job's slurmstepd or script).
+func (c *Cluster) Owns(pid int) bool { return c.ours(pid) }
