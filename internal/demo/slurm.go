@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/localslurm"
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 )
 
 // startSlurm starts a real single-host Slurm cluster with one node per simulated

@@ -31,4 +31,3 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		}
 	}
 }
-

@@ -221,4 +221,3 @@ func (c *Cluster) StartController(t testing.TB) {
 	t.Helper()
 	fatal(t, c.StartControllerAgain())
 }
-
