@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,11 +68,11 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 		if s.drain == nil {
 			msg += "; the drain endpoints (health, nodes, audit, drain, resume) need the drain controller: gpuwatch server --actuator slurm|kubernetes|log"
 		}
-		apiError(w, http.StatusNotFound, msg)
+		httpjson.Error(w, http.StatusNotFound, msg)
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/fairshare", func(w http.ResponseWriter, r *http.Request) {
 		if s.fairshare == nil {
-			apiError(w, http.StatusNotFound, "fair share is not configured on this server (gpuwatch server --fairshare.config FILE)")
+			httpjson.Error(w, http.StatusNotFound, "fair share is not configured on this server (gpuwatch server --fairshare.config FILE)")
 			return
 		}
 		st, err := s.fairshare.Standing()
@@ -80,7 +80,7 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 		if err != nil {
 			resp["error"] = err.Error()
 		}
-		writeJSON(w, http.StatusOK, resp)
+		httpjson.Write(w, http.StatusOK, resp)
 	})
 	return nil
 }
@@ -113,18 +113,6 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func apiError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }
 
 // FairShare is the latest fair-share standing and the last read error; nil

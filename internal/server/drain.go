@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
 	"io"
 	"net/http"
 	"os"
@@ -69,15 +70,15 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	mux.HandleFunc("POST "+APIPrefix+"/health", func(w http.ResponseWriter, r *http.Request) {
 		var rep health.Report
 		if err := json.NewDecoder(io.LimitReader(r.Body, maxReport)).Decode(&rep); err != nil {
-			apiError(w, http.StatusBadRequest, "health report: "+err.Error())
+			httpjson.Error(w, http.StatusBadRequest, "health report: "+err.Error())
 			return
 		}
 		if rep.Node == "" {
-			apiError(w, http.StatusBadRequest, "health report: node is empty")
+			httpjson.Error(w, http.StatusBadRequest, "health report: node is empty")
 			return
 		}
 		if err := drain.CheckNodeName(rep.Node); err != nil {
-			apiError(w, http.StatusBadRequest, fmt.Sprintf("health report: node %q: %v", rep.Node, err))
+			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("health report: node %q: %v", rep.Node, err))
 			return
 		}
 		if id := auth.FromContext(r.Context()); id != nil && !id.AllowsNode(rep.Node) {
@@ -85,35 +86,35 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			return
 		}
 		if !rep.State.Valid() {
-			apiError(w, http.StatusBadRequest, fmt.Sprintf("health report from %s: state %d is not a health state", rep.Node, int(rep.State)))
+			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("health report from %s: state %d is not a health state", rep.Node, int(rep.State)))
 			return
 		}
 		c.Observe(rep)
 		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/nodes", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"nodes": c.Nodes(), "budget": c.Budget()})
+		httpjson.Write(w, http.StatusOK, map[string]any{"nodes": c.Nodes(), "budget": c.Budget()})
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
 		n, ok := c.Node(r.PathValue("node"))
 		if !ok {
-			apiError(w, http.StatusNotFound, fmt.Sprintf("node %q has not reported and was never drained through gpuwatch", r.PathValue("node")))
+			httpjson.Error(w, http.StatusNotFound, fmt.Sprintf("node %q has not reported and was never drained through gpuwatch", r.PathValue("node")))
 			return
 		}
-		writeJSON(w, http.StatusOK, n)
+		httpjson.Write(w, http.StatusOK, n)
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/exclusions", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"exclusions": c.Exclusions()})
+		httpjson.Write(w, http.StatusOK, map[string]any{"exclusions": c.Exclusions()})
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/budget", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, c.Budget())
+		httpjson.Write(w, http.StatusOK, c.Budget())
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/audit", func(w http.ResponseWriter, r *http.Request) {
 		var since time.Time
 		if v := r.URL.Query().Get("since"); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
-				apiError(w, http.StatusBadRequest, fmt.Sprintf("since %q: want RFC 3339 time", v))
+				httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("since %q: want RFC 3339 time", v))
 				return
 			}
 			since = t
@@ -122,17 +123,17 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 		if v := r.URL.Query().Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				apiError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want a positive number", v))
+				httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want a positive number", v))
 				return
 			}
 			limit = n
 		}
 		recs, err := c.Audit(since, limit)
 		if err != nil {
-			apiError(w, http.StatusInternalServerError, err.Error())
+			httpjson.Error(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"audit": recs})
+		httpjson.Write(w, http.StatusOK, map[string]any{"audit": recs})
 	})
 	type manual struct {
 		Node   string `json:"node"`
@@ -141,14 +142,12 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	}
 	decode := func(w http.ResponseWriter, r *http.Request) (manual, bool) {
 		var m manual
-		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
-			apiError(w, http.StatusBadRequest, "request: "+err.Error()+` (want {"node": …, "reason": …, "user": …})`)
-			return m, false
+		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			err = httpjson.DecodeStrict(data, &m)
 		}
-		if dec.More() {
-			apiError(w, http.StatusBadRequest, "request: data after the JSON object")
+		if err != nil {
+			httpjson.Error(w, http.StatusBadRequest, "request: "+err.Error()+` (want {"node": …, "reason": …, "user": …})`)
 			return m, false
 		}
 		m.User = actor(r, m.User)
@@ -160,11 +159,11 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			return
 		}
 		if err := c.ManualDrain(m.Node, m.Reason, m.User); err != nil {
-			apiError(w, http.StatusBadRequest, err.Error())
+			httpjson.Error(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		n, _ := c.Node(m.Node)
-		writeJSON(w, http.StatusAccepted, n)
+		httpjson.Write(w, http.StatusAccepted, n)
 	})
 	mux.HandleFunc("POST "+APIPrefix+"/resume", func(w http.ResponseWriter, r *http.Request) {
 		m, ok := decode(w, r)
@@ -172,11 +171,11 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			return
 		}
 		if err := c.ManualResume(m.Node, m.User); err != nil {
-			apiError(w, http.StatusBadRequest, err.Error())
+			httpjson.Error(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		n, _ := c.Node(m.Node)
-		writeJSON(w, http.StatusAccepted, n)
+		httpjson.Write(w, http.StatusAccepted, n)
 	})
 	mux.HandleFunc("POST "+APIPrefix+"/budget/reset", func(w http.ResponseWriter, r *http.Request) {
 		m, ok := decode(w, r)
@@ -184,10 +183,10 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			return
 		}
 		if err := c.ResetBudget(m.User); err != nil {
-			apiError(w, http.StatusBadRequest, err.Error())
+			httpjson.Error(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, c.Budget())
+		httpjson.Write(w, http.StatusOK, c.Budget())
 	})
 	return nil
 }

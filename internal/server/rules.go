@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -152,10 +153,10 @@ func (s *Server) startRules(mux *http.ServeMux, reg prometheus.Registerer) error
 	mux.HandleFunc("GET "+APIPrefix+"/alerts", e.handleAlerts)
 	mux.HandleFunc("POST "+APIPrefix+"/rules/reload", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.reload(); err != nil {
-			apiError(w, http.StatusBadRequest, err.Error())
+			httpjson.Error(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"groups": len(e.manager.RuleGroups())})
+		httpjson.Write(w, http.StatusOK, map[string]any{"groups": len(e.manager.RuleGroups())})
 	})
 	log.Info("evaluating rules", "groups", len(e.manager.RuleGroups()), "interval", ro.Interval, "alertmanagers", len(ro.Alertmanagers))
 	return nil
@@ -260,7 +261,7 @@ func (e *ruleEngine) Alerts() []ActiveAlert {
 }
 
 func (e *ruleEngine) handleAlerts(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"alerts": e.Alerts()}})
+	httpjson.Write(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"alerts": e.Alerts()}})
 }
 
 func (e *ruleEngine) handleRules(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +304,7 @@ func (e *ruleEngine) handleRules(w http.ResponseWriter, r *http.Request) {
 		}
 		groups = append(groups, gj)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"groups": groups}})
+	httpjson.Write(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"groups": groups}})
 }
 
 // Alerts are the server's active alerts; nil without rule evaluation.

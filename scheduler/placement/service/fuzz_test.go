@@ -1,6 +1,8 @@
 package service
 
 import (
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
+
 	"bytes"
 	"encoding/json"
 	"net/http"
@@ -39,7 +41,7 @@ func placeSeeds(f *testing.F) []string {
 		f.Fatal("no JSON example in docs/placement.md")
 	}
 	var doc PlaceRequest
-	if err := DecodeStrict([]byte(out[0]), &doc); err != nil {
+	if err := httpjson.DecodeStrict([]byte(out[0]), &doc); err != nil {
 		f.Fatalf("the documented place request does not decode: %v\n%s", err, out[0])
 	}
 	return append(out, `{"gpus": 8}`, `{"gpus": 16, "gpus_per_node": 8, "lease": "10m", "dry_run": true, "required_tier": "leaf"}`,
@@ -62,7 +64,7 @@ func FuzzDecodeStrict(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req PlaceRequest
-		err := DecodeStrict(data, &req)
+		err := httpjson.DecodeStrict(data, &req)
 		if err != nil {
 			checkDecodeError(t, err)
 			return
@@ -72,7 +74,7 @@ func FuzzDecodeStrict(f *testing.F) {
 			t.Fatalf("decoded request %+v does not encode: %v", req, err)
 		}
 		var again PlaceRequest
-		if err := DecodeStrict(enc, &again); err != nil {
+		if err := httpjson.DecodeStrict(enc, &again); err != nil {
 			t.Fatalf("the request encoded again (%s) does not decode: %v", enc, err)
 		}
 		if !reflect.DeepEqual(nilEmpty(req), nilEmpty(again)) {
@@ -115,13 +117,13 @@ func FuzzDecodeRelease(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req ReleaseRequest
-		if err := DecodeStrict(data, &req); err != nil {
+		if err := httpjson.DecodeStrict(data, &req); err != nil {
 			checkDecodeError(t, err)
 			return
 		}
 		enc, _ := json.Marshal(req)
 		var again ReleaseRequest
-		if err := DecodeStrict(enc, &again); err != nil || again != req {
+		if err := httpjson.DecodeStrict(enc, &again); err != nil || again != req {
 			t.Fatalf("round trip of %q: %v %q", req.ID, err, again.ID)
 		}
 	})

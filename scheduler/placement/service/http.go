@@ -1,16 +1,14 @@
 package service
 
 import (
-	"bytes"
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
+
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -157,98 +155,6 @@ func (s *Service) counted(endpoint string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func apiError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
-}
-
-// DecodeStrict decodes one JSON object from data into v (a pointer to a
-// struct), refusing unknown fields and trailing data. The error names what was
-// wrong: the byte offset of a syntax error, the field whose value has the wrong
-// type or is refused by its type ("lease": invalid duration "10x"), or the
-// unknown field.
-func DecodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if dec.More() {
-			return errors.New("trailing data after the JSON object")
-		}
-		var extra json.RawMessage
-		if dec.Decode(&extra) != io.EOF {
-			return errors.New("trailing data after the JSON object")
-		}
-		return nil
-	}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.EOF):
-		return errors.New("empty body: want a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("invalid JSON at byte %d: the body ends inside a value (cut short?)", len(data))
-	case errors.As(err, &syn):
-		return fmt.Errorf("invalid JSON at byte %d: %v", syn.Offset, syn)
-	case errors.As(err, &typ):
-		field := typ.Field
-		if i := strings.LastIndexByte(field, '.'); i >= 0 && strings.HasPrefix(field, "Request.") {
-			field = field[i+1:]
-		}
-		if field == "" {
-			return fmt.Errorf("want a JSON object, got %s", typ.Value)
-		}
-		return fmt.Errorf("field %q: want %s, got %s", field, jsonKind(typ.Type), typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-	}
-	// A value its type refused (a duration, a tier): find which field.
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(data, &fields) == nil {
-		keys := make([]string, 0, len(fields))
-		for k := range fields {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
-			scratch := reflect.New(reflect.TypeOf(v).Elem()).Interface()
-			if e := json.Unmarshal(one, scratch); e != nil {
-				return fmt.Errorf("field %q: %v", k, e)
-			}
-		}
-	}
-	return err
-}
-
-func jsonKind(t reflect.Type) string {
-	text := reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
-	if t.Implements(text) || reflect.PointerTo(t).Implements(text) {
-		return "a string"
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice:
-		return "a list"
-	}
-	return "a " + t.Kind().String()
-}
-
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
@@ -264,12 +170,12 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 func (s *Service) handlePlace(w http.ResponseWriter, r *http.Request) {
 	data, err := readBody(w, r)
 	if err != nil {
-		apiError(w, http.StatusBadRequest, "place: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "place: "+err.Error())
 		return
 	}
 	var req PlaceRequest
-	if err := DecodeStrict(data, &req); err != nil {
-		apiError(w, http.StatusBadRequest, "place: "+err.Error())
+	if err := httpjson.DecodeStrict(data, &req); err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "place: "+err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -280,7 +186,7 @@ func (s *Service) handlePlace(w http.ResponseWriter, r *http.Request) {
 		if err := s.Fresh(); err != nil {
 			msg += " (" + err.Error() + ")"
 		}
-		apiError(w, http.StatusServiceUnavailable, msg)
+		httpjson.Error(w, http.StatusServiceUnavailable, msg)
 		return
 	}
 	var d *framework.Decision
@@ -291,10 +197,10 @@ func (s *Service) handlePlace(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if d != nil && d.Outcome == framework.OutcomeInvalid {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "place: " + d.Reason, "id": d.ID})
+			httpjson.Write(w, http.StatusBadRequest, map[string]string{"error": "place: " + d.Reason, "id": d.ID})
 			return
 		}
-		apiError(w, http.StatusInternalServerError, "place: "+err.Error())
+		httpjson.Error(w, http.StatusInternalServerError, "place: "+err.Error())
 		return
 	}
 	resp := PlaceResponse{ID: d.ID, Outcome: d.Outcome, DryRun: d.DryRun, Reason: d.Reason, Assignments: d.Assignments,
@@ -303,33 +209,33 @@ func (s *Service) handlePlace(w http.ResponseWriter, r *http.Request) {
 	if err := s.Fresh(); err != nil {
 		resp.Notes = append(resp.Notes, err.Error())
 	}
-	writeJSON(w, http.StatusOK, resp)
+	httpjson.Write(w, http.StatusOK, resp)
 }
 
 func (s *Service) handleRelease(w http.ResponseWriter, r *http.Request) {
 	data, err := readBody(w, r)
 	if err != nil {
-		apiError(w, http.StatusBadRequest, "release: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "release: "+err.Error())
 		return
 	}
 	var req ReleaseRequest
-	if err := DecodeStrict(data, &req); err != nil {
-		apiError(w, http.StatusBadRequest, "release: "+err.Error())
+	if err := httpjson.DecodeStrict(data, &req); err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "release: "+err.Error())
 		return
 	}
 	if strings.TrimSpace(req.ID) == "" {
-		apiError(w, http.StatusBadRequest, `release: field "id" is empty: give the id POST /place answered`)
+		httpjson.Error(w, http.StatusBadRequest, `release: field "id" is empty: give the id POST /place answered`)
 		return
 	}
 	if err := s.engine.Release(req.ID); err != nil {
 		if errors.Is(err, placement.ErrUnknownReservation) {
-			apiError(w, http.StatusNotFound, fmt.Sprintf("release: no reservation %q: never made, a dry run, already released, or expired", req.ID))
+			httpjson.Error(w, http.StatusNotFound, fmt.Sprintf("release: no reservation %q: never made, a dry run, already released, or expired", req.ID))
 			return
 		}
-		apiError(w, http.StatusInternalServerError, "release: "+err.Error())
+		httpjson.Error(w, http.StatusInternalServerError, "release: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": req.ID, "released": true})
+	httpjson.Write(w, http.StatusOK, map[string]any{"id": req.ID, "released": true})
 }
 
 // wantsText reports whether the Accept header prefers text/plain over JSON.
@@ -353,7 +259,7 @@ func (s *Service) handleExplain(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	d, ok := s.engine.Decision(id)
 	if !ok {
-		apiError(w, http.StatusNotFound, fmt.Sprintf("explain: no decision %q: unknown, or older than the decisions the engine keeps", id))
+		httpjson.Error(w, http.StatusNotFound, fmt.Sprintf("explain: no decision %q: unknown, or older than the decisions the engine keeps", id))
 		return
 	}
 	if wantsText(r.Header.Get("Accept")) {
@@ -363,7 +269,7 @@ func (s *Service) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := framework.ExplainJSON(d)
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, "explain: "+err.Error())
+		httpjson.Error(w, http.StatusInternalServerError, "explain: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -371,7 +277,7 @@ func (s *Service) handleExplain(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) handleReservations(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"reservations": s.engine.Reservations()})
+	httpjson.Write(w, http.StatusOK, map[string]any{"reservations": s.engine.Reservations()})
 }
 
 func (s *Service) handleSnapshot(w http.ResponseWriter, r *http.Request) {
@@ -379,12 +285,12 @@ func (s *Service) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("nodes"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			apiError(w, http.StatusBadRequest, fmt.Sprintf("snapshot: query parameter nodes=%q: want true or false", v))
+			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("snapshot: query parameter nodes=%q: want true or false", v))
 			return
 		}
 		withNodes = b
 	}
-	writeJSON(w, http.StatusOK, s.Summary(r.Context(), withNodes))
+	httpjson.Write(w, http.StatusOK, s.Summary(r.Context(), withNodes))
 }
 
 // Summary describes the engine's current snapshot and the feeder's last read.
