@@ -105,8 +105,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch server [flags]")
 		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs the control plane's store: agents remote-write to /api/v1/write (or import to")
-		fmt.Fprintln(stderr, "/api/v1/import/prometheus), Grafana queries the Prometheus API under /api/v1/.")
+		fmt.Fprintln(stderr, "Runs the control plane: the store (agents remote-write to /api/v1/write or import to")
+		fmt.Fprintln(stderr, "/api/v1/import/prometheus; Grafana queries the Prometheus API under /api/v1/), the drain")
+		fmt.Fprintln(stderr, "controller, placement and the kube-scheduler extender, fair share, and the alerting and")
+		fmt.Fprintln(stderr, "recording rules, all under /api/gpuwatch/v1. Every request but /healthz goes through bearer")
+		fmt.Fprintln(stderr, "tokens with roles (--auth.tokens; docs/security.md), over TLS with --tls.cert-file.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
