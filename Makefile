@@ -36,7 +36,7 @@ deps: ## install what the build needs (Go modules)
 # client commands) with munge, from Debian. Installed once; their system services are
 # not used (test/realslurm runs its own munged and daemons).
 DEBIAN_PACKAGES := victoria-metrics prometheus prometheus-alertmanager slurm-wlm munge
-DEBIAN_BINARIES := victoria-metrics prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged
+DEBIAN_BINARIES := victoria-metrics vmalert prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged
 
 .PHONY: test-deps
 test-deps: deps ## install the Debian packages the tests need (apt-get, as root)

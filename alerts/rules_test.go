@@ -16,6 +16,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// runbookDir is where the runbook pages live, relative to this package.
+const runbookDir = "../docs/runbooks"
+
 // watchdog always fires, by design, and concerns no node.
 const watchdog = "GpuwatchWatchdog"
 
@@ -58,7 +61,8 @@ type unitTests struct {
 // per file and one test file per group, loading only that file; every alert
 // with a severity (critical, warning or info), a summary, a description and
 // a runbook_url; each built-in runbook link is RunbookBase + the alert's
-// name + ".md"; every alert is tested both firing and not firing.
+// name + ".md" and that page exists in docs/runbooks; every page there
+// belongs to an alert; every alert is tested both firing and not firing.
 func TestRuleFiles(t *testing.T) {
 	alerts := map[string]string{} // alert name → file
 	for _, f := range ruleFiles(t) {
@@ -118,6 +122,9 @@ func TestRuleFiles(t *testing.T) {
 				if want := RunbookBase + r.Alert + ".md"; r.Annotations["runbook_url"] != want {
 					t.Errorf("%s: alert %s: runbook_url %q, want %q", f, r.Alert, r.Annotations["runbook_url"], want)
 				}
+				if _, err := os.Stat(filepath.Join(runbookDir, r.Alert+".md")); err != nil {
+					t.Errorf("%s: alert %s: no runbook page: %v", f, r.Alert, err)
+				}
 				if !firing[r.Alert] {
 					t.Errorf("%s: alert %s is never tested firing", testFile, r.Alert)
 				}
@@ -127,10 +134,37 @@ func TestRuleFiles(t *testing.T) {
 			}
 		}
 	}
+	pages, err := filepath.Glob(filepath.Join(runbookDir, "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		name := strings.TrimSuffix(filepath.Base(p), ".md")
+		if name == "README" {
+			continue
+		}
+		if _, ok := alerts[name]; !ok {
+			t.Errorf("%s belongs to no alert", p)
+		}
+	}
 	if len(Builtin()) != len(ruleFiles(t)) {
 		t.Errorf("Builtin embeds %d files, the directory has %d", len(Builtin()), len(ruleFiles(t)))
 	}
-	t.Logf("%d alerts in %d files", len(alerts), len(ruleFiles(t)))
+	t.Logf("%d alerts in %d files, each with a runbook", len(alerts), len(ruleFiles(t)))
+}
+
+// TestRunbookIndex: docs/runbooks/README.md links every page.
+func TestRunbookIndex(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(runbookDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(runbookDir, "Gpuwatch*.md"))
+	for _, p := range pages {
+		if !strings.Contains(string(b), "("+filepath.Base(p)+")") {
+			t.Errorf("docs/runbooks/README.md does not link %s", filepath.Base(p))
+		}
+	}
 }
 
 // TestPromtool runs Prometheus's own promtool on the rules: `promtool check
@@ -159,5 +193,24 @@ func TestPromtool(t *testing.T) {
 				t.Errorf("promtool test rules %s: %v\n%s", f, err, out)
 			}
 		})
+	}
+}
+
+// TestVmalert checks the same files load in VictoriaMetrics's vmalert
+// (`vmalert -dryRun`: expressions and templates), the evaluator docs/alerts.md
+// gives for --store.url with VictoriaMetrics.
+func TestVmalert(t *testing.T) {
+	vmalert, err := exec.LookPath("vmalert")
+	if err != nil {
+		if os.Getenv("GPUWATCH_REQUIRE_REALSTORE") == "1" {
+			t.Fatal("vmalert is not installed; `sudo make test-deps` installs Debian's victoria-metrics")
+		}
+		t.Skip("vmalert is not installed (Debian victoria-metrics); make test-deps installs it")
+	}
+	for _, f := range ruleFiles(t) {
+		out, err := exec.Command(vmalert, "-dryRun", "-rule="+f).CombinedOutput()
+		if err != nil {
+			t.Errorf("vmalert -dryRun -rule=%s: %v\n%s", f, err, out)
+		}
 	}
 }
