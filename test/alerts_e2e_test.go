@@ -261,6 +261,36 @@ func TestXidAlertReachesAlertmanager(t *testing.T) {
 		t.Errorf("the pager was sent inhibited alerts: %v", got)
 	}
 
+	// Every built-in rule evaluates on the agent's real series without error
+	// (the promtool tests run Prometheus 2.42; the server runs 3.x).
+	resp, err := http.Get(gs.URL + "/api/v1/rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Data struct {
+			Groups []struct {
+				Name  string `json:"name"`
+				Rules []struct {
+					Name      string `json:"name"`
+					LastError string `json:"lastError"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&rules)
+	resp.Body.Close()
+	if err != nil || len(rules.Data.Groups) < 7 {
+		t.Errorf("/api/v1/rules: %d groups, %v", len(rules.Data.Groups), err)
+	}
+	for _, g := range rules.Data.Groups {
+		for _, r := range g.Rules {
+			if r.LastError != "" {
+				t.Errorf("rule %s/%s: %s", g.Name, r.Name, r.LastError)
+			}
+		}
+	}
+
 	// The GPU recovers (a reset): the alert resolves.
 	at = inject(simhw.Fault{Kind: simhw.FaultRecover, GPU: 3})
 	realstore.Eventually(t, 60*time.Second, "GpuwatchGPULost resolved in Alertmanager", func() bool {
