@@ -32,11 +32,11 @@ deps: ## install what the build needs (Go modules)
 	$(GO) mod download
 
 # The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
-# promtool), and Slurm (slurm-wlm: slurmctld, slurmd, the client commands) with munge,
-# from Debian. Installed once; their system services are not used (test/realslurm
-# runs its own munged and daemons).
-DEBIAN_PACKAGES := victoria-metrics prometheus slurm-wlm munge
-DEBIAN_BINARIES := victoria-metrics prometheus promtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged
+# promtool), Alertmanager (with amtool), and Slurm (slurm-wlm: slurmctld, slurmd, the
+# client commands) with munge, from Debian. Installed once; their system services are
+# not used (test/realslurm runs its own munged and daemons).
+DEBIAN_PACKAGES := victoria-metrics prometheus prometheus-alertmanager slurm-wlm munge
+DEBIAN_BINARIES := victoria-metrics vmalert prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged
 
 .PHONY: test-deps
 test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
@@ -45,7 +45,7 @@ test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
 	  if [ "$$(id -u)" != 0 ]; then echo "make: the tests need $(DEBIAN_PACKAGES); run 'sudo make test-deps'" >&2; exit 1; fi; \
 	  echo "installing $(DEBIAN_PACKAGES)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES) >/dev/null; \
-	  for s in victoria-metrics prometheus slurmctld slurmd; do systemctl stop $$s 2>/dev/null || true; done; \
+	  for s in victoria-metrics prometheus prometheus-alertmanager slurmctld slurmd; do systemctl stop $$s 2>/dev/null || true; done; \
 	fi
 
 .PHONY: build

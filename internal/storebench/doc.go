@@ -25,11 +25,15 @@
 // `gpuwatch server` and reports whether it keeps up: per-request lag behind
 // schedule, the server's CPU and resident memory;
 //
-//	go run ./internal/storebench query [-nodes 1000] [-hours 24] [-step 10s]
+//	go run ./internal/storebench query [-nodes 1000] [-hours 24] [-step 10s] [-rules=true]
 //	go run ./internal/storebench disk [-nodes 20] [-hours 8]
 //
 // write simulated time straight into an embedded store (embedded.Store.Append
 // through the gpuwatch server's own handler), wait for the TSDB to compact it
 // into blocks, and print bytes per sample on disk; query then times the
-// dashboard queries through the server's Prometheus HTTP API (p50, p95).
+// dashboard queries through the server's Prometheus HTTP API (p50, p95). With
+// -rules (the default) query also evaluates the recording rules of
+// alerts/fleet.rules.yml every group interval of simulated time while writing,
+// as the server's rules manager would, reports what one evaluation costs, and
+// times the fleet panels on the recorded series beside the raw queries.
 package main

@@ -27,7 +27,10 @@ type dataset struct {
 	step    time.Duration
 	hours   float64
 	metrics map[string]bool // the template's metric names kept; nil: all
-	xid     bool            // add gpuwatch_xid_errors_total{xid="13"} per GPU
+	xid     bool            // add gpuwatch_xid_errors_total{xid="13",action=<catalog>} per GPU
+	// after, when set, runs after each cycle is written, with its time (the
+	// recording rules evaluated as the server would, in simulated time).
+	after func(at time.Time) error
 }
 
 // seriesSpec is one series of the dataset on one node.
@@ -58,11 +61,18 @@ func (d *dataset) specs() []seriesSpec {
 				out = append(out, seriesSpec{name: name, labels: telemetry.NewLabels(kv...), tmpl: i, node: n})
 			}
 			if xid {
-				out = append(out, seriesSpec{name: telemetry.MetricXidErrorsTotal, labels: telemetry.NewLabels(append(kv, "xid", "13")...), tmpl: -1, node: n})
+				out = append(out, seriesSpec{name: telemetry.MetricXidErrorsTotal, labels: telemetry.NewLabels(append(kv, "xid", "13", telemetry.LabelAction, xidAction(13))...), tmpl: -1, node: n})
 			}
 		}
 	}
 	return out
+}
+
+// xidAction is the catalog's action class of an Xid, the action label the
+// agent puts on gpuwatch_xid_errors_total.
+func xidAction(code int) string {
+	x, _ := telemetry.LookupXid(code)
+	return string(x.Action)
 }
 
 // xidValue is a synthetic Xid counter: it steps up on about one sample in
@@ -133,6 +143,11 @@ func (d *dataset) write(ctx context.Context, app interface {
 		wg.Wait()
 		for _, err := range errs {
 			if err != nil {
+				return 0, fmt.Errorf("cycle %d at %s: %w", c, at.Format(time.RFC3339), err)
+			}
+		}
+		if d.after != nil {
+			if err := d.after(at); err != nil {
 				return 0, fmt.Errorf("cycle %d at %s: %w", c, at.Format(time.RFC3339), err)
 			}
 		}
@@ -334,7 +349,8 @@ func runDisk(args []string) error {
 }
 
 // dashboardMetrics are the template metrics the query dataset keeps.
-var dashboardMetrics = []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED"}
+var dashboardMetrics = []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED",
+	telemetry.MetricGPUHealthState, telemetry.MetricGPUAllocationInfo}
 
 // runQuery fills an embedded store with the dashboards' series of many nodes
 // over a day and times the dashboard queries through the HTTP API.
@@ -344,6 +360,7 @@ func runQuery(args []string) error {
 	hours := fs.Float64("hours", 24, "simulated hours written")
 	step := fs.Duration("step", 10*time.Second, "sample interval")
 	runs := fs.Int("runs", 10, "timed runs of each query (after one untimed)")
+	withRules := fs.Bool("rules", true, "evaluate the recording rules of alerts/"+fleetRules+" every interval of simulated time while writing, and time the dashboard panels on the recorded series beside the raw queries")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -370,28 +387,57 @@ func runQuery(args []string) error {
 	}()
 	ctx := context.Background()
 	end := time.Now().Truncate(time.Minute)
+	var rec *recorder
+	if *withRules {
+		if rec, err = newRecorder(srv); err != nil {
+			return err
+		}
+		d.after = func(at time.Time) error { return rec.evaluate(ctx, at) }
+		fmt.Printf("recording rules: %d of group %s (alerts/%s) evaluated every %s of simulated time while writing\n",
+			len(rec.rules), rec.group, fleetRules, rec.interval)
+	}
 	if _, _, bs, err := fill(ctx, d, srv, dir, end); err != nil {
 		return err
 	} else {
 		printBlocks(bs, perNode, *step)
 	}
+	if rec != nil {
+		rec.print()
+	}
 	span := time.Duration(*hours * float64(time.Hour))
 	node := nodeName(min(42, *nodes-1))
-	queries := []struct {
+	type query struct {
 		what, q       string
 		rangeOf, step time.Duration // 0: instant
 		want          int
-	}{
+	}
+	queries := []query{
 		{"fleet utilisation per node, range", `avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)`, span, 5 * time.Minute, *nodes},
 		{"fleet power, range", `sum(DCGM_FI_DEV_POWER_USAGE)`, span, 5 * time.Minute, 1},
 		{"hottest GPUs over the last hour, instant", `topk(10, max_over_time(DCGM_FI_DEV_GPU_TEMP[1h]))`, 0, 0, 10},
 		{"Xid rate, instant", `sum(rate(gpuwatch_xid_errors_total[1h]))`, 0, 0, 1},
 		{"Xid rate, range", `sum(rate(gpuwatch_xid_errors_total[1h]))`, span, 5 * time.Minute, 1},
+		{"Xid rate by action class, range", `sum by (action) (rate(gpuwatch_xid_errors_total[1h]))`, span, 5 * time.Minute, 1},
+		{"GPUs by health state, range", `count_values("state", gpuwatch_gpu_health_state)`, span, 5 * time.Minute, 1},
+		{"GPUs allocated, range", `count(count by (node, gpu_uuid) (gpuwatch_gpu_allocation_info))`, span, 5 * time.Minute, 1},
+		{"GPUs measured, range", `sum(DCGM_FI_DEV_GPU_UTIL) / 100`, span, 5 * time.Minute, 1},
 		{"one node's GPUs, 6 h range", `DCGM_FI_DEV_GPU_UTIL{Hostname="` + node + `"}`, min(6*time.Hour, span), 15 * time.Second, 8},
 		{"one node's power, 6 h range", `DCGM_FI_DEV_POWER_USAGE{Hostname="` + node + `"}`, min(6*time.Hour, span), 15 * time.Second, 8},
 	}
+	if rec != nil {
+		// The same fleet panels on the recording rules' series.
+		queries = append(queries,
+			query{"recorded: fleet utilisation per node, range", `gpuwatch:node_gpu_utilization:avg`, span, 5 * time.Minute, *nodes},
+			query{"recorded: fleet power, range", `gpuwatch:fleet_power_watts:sum`, span, 5 * time.Minute, 1},
+			query{"recorded: Xid rate, range", `sum(avg_over_time(gpuwatch:fleet_xid_errors:rate5m[1h]))`, span, 5 * time.Minute, 1},
+			query{"recorded: Xid rate by action class, range", `avg_over_time(gpuwatch:fleet_xid_errors:rate5m[1h])`, span, 5 * time.Minute, 1},
+			query{"recorded: GPUs by health state, range", `gpuwatch:fleet_gpus:by_health_state`, span, 5 * time.Minute, 1},
+			query{"recorded: GPUs allocated, range", `gpuwatch:fleet_gpus_allocated:count`, span, 5 * time.Minute, 1},
+			query{"recorded: GPUs measured, range", `gpuwatch:fleet_gpus_measured:sum`, span, 5 * time.Minute, 1},
+		)
+	}
 	unix := func(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
-	fmt.Printf("\n%-42s %-60s %9s %9s %9s %7s %9s\n", "panel", "query", "p50", "p95", "max", "series", "body")
+	fmt.Printf("\n%-46s %-60s %9s %9s %9s %7s %9s\n", "panel", "query", "p50", "p95", "max", "series", "body")
 	for _, q := range queries {
 		u := hs.URL + "/api/v1/query?query=" + url.QueryEscape(q.q) + "&time=" + unix(end)
 		if q.rangeOf > 0 {
@@ -419,7 +465,7 @@ func runQuery(args []string) error {
 		if q.rangeOf > 0 {
 			label += fmt.Sprintf(" [%s/%s]", shortDur(q.rangeOf), shortDur(q.step))
 		}
-		fmt.Printf("%-42s %-60s %9s %9s %9s %7d %8.0fK\n", q.what, label, quantile(s, 0.5).Round(time.Millisecond/10),
+		fmt.Printf("%-46s %-60s %9s %9s %9s %7d %8.0fK\n", q.what, label, quantile(s, 0.5).Round(time.Millisecond/10),
 			quantile(s, 0.95).Round(time.Millisecond/10), s[len(s)-1].Round(time.Millisecond/10), n, float64(size)/1024)
 	}
 	fmt.Printf("(%d timed runs each through GET /api/v1/query{,_range} on loopback, answer read and decoded; load %s)\n", *runs, loadavg())

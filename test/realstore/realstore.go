@@ -118,7 +118,7 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
-// Kind is VictoriaMetrics or Prometheus.
+// Kind is VictoriaMetrics, Prometheus or Alertmanager.
 func (s *Server) Kind() string { return s.kind }
 
 // URL is the server's base URL, "http://127.0.0.1:PORT", where /api/v1/query is.
