@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -183,6 +184,12 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--otlp.endpoint: %w", err)
 		}
 		defer shutdown(context.Background())
+	}
+	if host, port, err := net.SplitHostPort(*listen); err == nil {
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host, _ = os.Hostname()
+		}
+		o.Instance = net.JoinHostPort(host, port)
 	}
 	srv, err := server.New(o)
 	if err != nil {

@@ -111,6 +111,17 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.rules != nil {
 		s.rules.start()
 	}
+	if s.embedded != nil && s.opts.SelfInterval >= 0 {
+		every := s.opts.SelfInterval
+		if every == 0 {
+			every = 15 * time.Second
+			if s.opts.Rules != nil && s.opts.Rules.Interval > 0 {
+				every = s.opts.Rules.Interval
+			}
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.recordSelf(ctx, s.reg, every) }()
+	}
 	wg.Wait()
 	return nil
 }

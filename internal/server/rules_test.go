@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/alerts"
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -217,5 +218,39 @@ func TestRulesFileReplacesBuiltinGroup(t *testing.T) {
 	}
 	if len(alerts.Builtin()) == 0 {
 		t.Error("no built-in rule files")
+	}
+}
+
+// TestServerStoresItsOwnMetrics: the server writes its own series (drain
+// controller, placement, ingest, rules) into its store with
+// job="gpuwatch-server", so the drain and placement alerts evaluate from the
+// embedded default without another scraper.
+func TestServerStoresItsOwnMetrics(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Options{DataDir: dir, Instance: "cp-1:9402", SelfInterval: 100 * time.Millisecond,
+		Drain:     &DrainOptions{Actuator: drain.NewLogActuator(io.Discard), ActuatorName: "log"},
+		Placement: &PlacementOptions{Interval: time.Hour},
+		Rules:     &RulesOptions{Builtin: true, Interval: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done; s.Close(context.Background()) }()
+	for _, q := range []string{`gpuwatch_drain_budget_limit{job="gpuwatch-server",instance="cp-1:9402"}`,
+		`gpuwatch_drain_decision_latency_seconds_bucket{job="gpuwatch-server",le="+Inf"}`,
+		`prometheus_rule_evaluations_total{job="gpuwatch-server"}`} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			v, err := s.Querier().Instant(context.Background(), q, time.Now())
+			if err == nil && len(v) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not in the store after 10 s (%v %v)", q, v, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -92,6 +93,12 @@ type Options struct {
 	// (reads open, writes and control from loopback only), or Insecure.
 	// Required, Registerer and Logger are the server's own.
 	Auth auth.Options
+	// Instance names this server in its own series in its store
+	// (instance="…", job="gpuwatch-server"); default the host name.
+	Instance string
+	// SelfInterval is how often the server writes its own metrics into its
+	// embedded store (default: the rules' interval, else 15 s; negative: never).
+	SelfInterval time.Duration
 	// Listen bounds the listener (timeouts, connections, requests in flight)
 	// and sets its TLS; MaxBodyBytes, Name and Registerer are the server's.
 	Listen serve.Options
@@ -116,6 +123,9 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Instance == "" {
+		opts.Instance, _ = os.Hostname()
 	}
 	if opts.Limits == (ingest.Limits{}) {
 		opts.Limits = ingest.DefaultLimits()
