@@ -243,9 +243,22 @@ func TestDefaultStory(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", s, out.String())
 		}
 	}
-	// Besides a line per job the placement engine placed.
-	if n := strings.Count(out.String(), "\n") - len(res.Placement.Placed); n > 250 {
-		t.Errorf("the default output has %d lines besides the placements, want at most 250", n)
+	// The server's rules turn the story into alerts as they fire and resolve:
+	// the lost GPU pages and resolves after the reboot; node-15's refused reboot
+	// is a fallback.
+	for _, s := range []string{"node-11              alert GpuwatchGPULost [critical]: GPU 5 on node-11 is lost",
+		"node-11              alert GpuwatchGPULost [critical] resolved", "alert GpuwatchDrainFallback [warning]"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q", s)
+		}
+	}
+	// Besides a line per job the placement engine placed and per alert.
+	alerts := strings.Count(out.String(), " alert Gpuwatch")
+	if alerts > 80 {
+		t.Errorf("%d alert lines: the story should page a few dozen times, not on every cycle", alerts)
+	}
+	if n := strings.Count(out.String(), "\n") - len(res.Placement.Placed) - alerts; n > 250 {
+		t.Errorf("the default output has %d lines besides the placements and alerts, want at most 250", n)
 	}
 }
 
