@@ -91,7 +91,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 10s)
 	done
 
 .PHONY: generate
-generate: ## regenerate generated code (the Xid catalog)
+generate: ## regenerate generated code (the Xid catalog, the Grafana dashboards)
 	$(GO) generate ./...
 
 .PHONY: update-golden

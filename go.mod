@@ -6,6 +6,7 @@ require (
 	github.com/NVIDIA/go-dcgm v1.4611.0
 	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/golang/snappy v1.0.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/json-iterator/go v1.1.12
 	github.com/klauspost/compress v1.20.0
 	github.com/prometheus/client_golang v1.24.1

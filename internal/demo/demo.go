@@ -82,6 +82,19 @@ type Options struct {
 	// run (internal/localslurm: one slurmctld and one slurmd per node, gpu01… for
 	// node-01…; needs root, slurm-wlm and munge) instead of the log actuator.
 	Slurm bool
+	// RefuseReboot names nodes whose reboot the log actuator refuses for good,
+	// with why: the stand-in for a cluster without a RebootProgram, so that the
+	// drain controller contains them another way (a fallback). Nil with the
+	// built-in story refuses node-15's.
+	RefuseReboot map[string]string
+	// Rules are rule files the server evaluates besides its built-in ones
+	// (`gpuwatch server --rules`: a group named like a built-in one replaces it).
+	Rules []string
+	// Serving, when set, is called when the server starts serving, before the
+	// story starts (Serving.Done nil), and, with KeepServing, once more when the
+	// run is over and the server is kept up (Done set): for tests that act as the
+	// server's other clients and read what it stored.
+	Serving func(Serving)
 	// Version is reported by the agents' gpuwatch_build_info.
 	Version string
 	// Out receives the live summary.
@@ -243,7 +256,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		defer cluster.Close()
 	} else {
 		act = newLogActuator(fleet.Now)
-		if o.builtin {
+		act.refuseReboot = o.RefuseReboot
+		if o.builtin && act.refuseReboot == nil {
 			// The story's node-15 cannot be rebooted: gpuwatch drains it instead.
 			act.refuseReboot = map[string]string{"node-15": "no RebootProgram for this node's rack (its BMC does not answer)"}
 		}
@@ -266,6 +280,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer agents.stop()
 	ds.run()
+	if o.Serving != nil {
+		o.Serving(Serving{URL: ds.url, GrafanaTokenFile: ds.tokens.path(tokenGrafana), Start: fleet.Start()})
+	}
 	// The workload goes through the server's placement engine: each job the
 	// generator draws is reserved by the engine on a snapshot of what the agents
 	// reported, and started where the engine put it.
@@ -277,7 +294,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := &Result{}
 	p := newPrinter(o.Out, fleet.Start())
+	scrapeFailed := false
 	sync := func() error {
+		// A failed scrape of the server costs the dashboards some points, not
+		// the story: say so once and go on.
+		if err := ds.selfScrape(ctx, fleet.Now()); err != nil && ctx.Err() == nil && !scrapeFailed {
+			scrapeFailed = true
+			fmt.Fprintf(o.Out, "(the server's own series are not stored: %v)\n", err)
+		}
 		lines, reboots, err := cp.sync(ctx, agents, fleet.Now())
 		p.control(lines)
 		for _, node := range reboots {
@@ -426,6 +450,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.KeepServing && ctx.Err() == nil {
 		ds.run()
 		fmt.Fprintf(o.Out, "\nserving the store at %s and the agents' endpoints until interrupted (Ctrl-C)\n", ds.url)
+		if o.Serving != nil {
+			o.Serving(Serving{URL: ds.url, GrafanaTokenFile: ds.tokens.path(tokenGrafana), Start: fleet.Start(), Done: res})
+		}
 		<-ctx.Done()
 	}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {

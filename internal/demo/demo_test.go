@@ -330,6 +330,18 @@ func TestStoreServesGrafana(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"value":[`) || !strings.Contains(string(body), `,"16"]`) {
 		t.Errorf("GET %s/api/v1/query: %s %s", url, resp.Status, body)
 	}
+	// The server's own series are in its store too, as a scrape of it would
+	// put them there: the drain controller's budget, from the demo's policy.
+	req, _ = http.NewRequest(http.MethodGet, url+"/api/v1/query?query="+neturl.QueryEscape(`gpuwatch_drain_budget_limit{job="gpuwatch-server"}`), nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(secret)))
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"job":"gpuwatch-server"`) || !strings.Contains(string(body), `,"1"]`) {
+		t.Errorf("the server's own gpuwatch_drain_budget_limit is not in its store (2 nodes at 50%%: 1): %s", body)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -52,6 +52,22 @@ type demoServer struct {
 
 	cancel context.CancelFunc // of the control loops (drain worker, fair-share feeder)
 	done   chan struct{}
+
+	scraped time.Time // simulated time of the last self-scrape
+}
+
+// Serving is where the demo's server serves, for Options.Serving.
+type Serving struct {
+	// URL is the server's base URL: a Grafana Prometheus data source's URL.
+	URL string
+	// GrafanaTokenFile holds the secret of the read-only token Grafana sends
+	// (Authorization: Bearer <secret>).
+	GrafanaTokenFile string
+	// Start is the simulated time the fleet starts at.
+	Start time.Time
+	// Done is nil while the story runs, and the finished run's result when the
+	// run is over and the server is kept serving.
+	Done *Result
 }
 
 // control is what the demo's server runs besides the store: the drain controller
@@ -92,7 +108,7 @@ func startServer(o Options, dir string, nodes []string, c control) (*demoServer,
 	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now, Auth: auth.Options{Tokens: tf},
 		// The server's own rule evaluation, every 15 s of simulated time; the
 		// demo prints each alert as it fires and resolves.
-		Rules:     &server.RulesOptions{Builtin: true, Interval: wallEvery(15*time.Second, o.Speed), OnAlert: alog.add},
+		Rules:     &server.RulesOptions{Builtin: true, Files: o.Rules, Interval: wallEvery(15*time.Second, o.Speed), OnAlert: alog.add},
 		FairShare: c.fairShare, FairShareInterval: c.fairShareEvery,
 		Drain: &server.DrainOptions{Policy: c.policy, Actuator: c.act, ActuatorName: c.act.kind(), Workloads: c.workloads,
 			// The worker looks for due actions (probation ends, retries) often

@@ -1,0 +1,111 @@
+package defs
+
+//lint:file-ignore SA1019 The SDK marks its v1 dashboard model deprecated in favour of dashboardv2, which only recent Grafana (12, behind its dynamic-dashboards feature) reads; v1 JSON is what Grafana provisions from files, old and new.
+
+import (
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// allocSel picks the allocations of the chosen accounts and users.
+const allocSel = `account=~"$account", user=~"$user"`
+
+// perGPU is a DCGM field per GPU keyed by gpu_uuid, the key gpuwatch's series
+// (and the allocations) carry: dcgm-exporter's UUID label renamed, one series
+// per GPU whatever pod labels came and went.
+func perGPU(metric string) string {
+	return `max by (gpu_uuid) (label_replace(` + metric + `, "gpu_uuid", "$1", "UUID", "(.+)"))`
+}
+
+// share divides a per-allocation expression among the allocations of its GPU:
+// a GPU shared by two jobs counts half to each, so that accounts add up to the
+// fleet.
+func share(expr string) string {
+	return `(
+  ` + expr + `
+    / on (gpu_uuid) group_left ()
+  count by (gpu_uuid) (gpuwatch_gpu_allocation_info)
+)`
+}
+
+// allocated is each allocation's share of its GPU (GPUs).
+var allocated = share(`gpuwatch_gpu_allocation_info{` + allocSel + `}`)
+
+// measuredBy is each allocation's share of its GPU's measured work (GPUs), by
+// a DCGM field scaled to 0..1.
+func measuredBy(metric, scale string) string {
+	return share(`gpuwatch_gpu_allocation_info{` + allocSel + `}
+    * on (gpu_uuid) group_left ()
+  (` + perGPU(metric) + scale + `)`)
+}
+
+var measured = measuredBy("DCGM_FI_DEV_GPU_UTIL", " / 100")
+
+// gpuHours integrates a GPUs expression grouped by the given labels over the
+// dashboard's time range, minute by minute, into GPU-hours.
+func gpuHours(expr string, by ...string) string {
+	return `sum_over_time((sum by (` + strings.Join(by, ", ") + `) (` + expr + `))[$__range:1m]) / 60`
+}
+
+// hoursTable is a table of allocated and measured GPU-hours and their ratio
+// over the time range, one row per group.
+func hoursTable(title, desc string, by ...string) *tablePanel {
+	alloc, meas := gpuHours(allocated, by...), gpuHours(measured, by...)
+	t := labelTable(panel{title: title, desc: desc, unit: unitGPUHours, w: 24, h: 8,
+		targets: []target{instant(alloc), instant(meas), instant("(" + meas + ") / (" + alloc + ")")}}, "")
+	t.Transformations([]dashboard.DataTransformerConfig{
+		{Id: "merge", Options: map[string]any{}},
+		{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]bool{"Time": true},
+			"renameByName":  map[string]string{"Value #A": "allocated", "Value #B": "measured", "Value #C": "efficiency"}}},
+	})
+	t.OverrideByName("efficiency", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitRatio}})
+	return t
+}
+
+// teams is utilization by account, user and job: what was allocated against
+// what the GPUs measured.
+func teams() *dashboard.DashboardBuilder {
+	b := newBoard(newDashboard(UIDTeams, "gpuwatch / Team utilization",
+		"GPUs allocated against GPUs' worth of measured work by account, user and job (the agents' attribution, gpuwatch_gpu_allocation_info, joined with each GPU's utilization), GPU-hours over the time range, and allocations left idle.").
+		WithVariable(varAccount.builder()).
+		WithVariable(varUser.builder()))
+	b.row("Now").
+		add(stacked(panel{title: "Allocated GPUs by account", unit: unitGPUs,
+			desc:    "GPUs allocated to each account's jobs (gpuwatch_gpu_allocation_info; a GPU shared by several jobs counts in part to each).",
+			targets: []target{q(`sum by (account) `+allocated, "{{account}}")}})).
+		add(stacked(panel{title: "Measured GPUs by account", unit: unitGPUs,
+			desc:    "GPUs' worth of work each account's allocations measured: each allocated GPU's utilization ÷ 100 (DCGM_FI_DEV_GPU_UTIL), split among the jobs sharing it.",
+			targets: []target{q(`sum by (account) `+measured, "{{account}}")}})).
+		add(timeSeries(panel{title: "Efficiency by account", unit: unitRatio, min: ptr(0.0), max: ptr(1.0),
+			desc:    "Measured ÷ allocated GPUs per account: how much of what each account holds it uses.",
+			targets: []target{q(`sum by (account) `+measured+` / sum by (account) `+allocated, "{{account}}")}})).
+		add(timeSeries(panel{title: "Idle allocated GPUs by account", unit: unitGPUs,
+			desc: "Allocated GPUs whose utilization is under 5% now, by account: capacity held and not used (the alert GpuwatchIdleAllocation fires after 30 minutes of it).",
+			targets: []target{q(`count by (account) (
+  (gpuwatch_gpu_allocation_info{`+allocSel+`} * on (gpu_uuid) group_left () `+perGPU("DCGM_FI_DEV_GPU_UTIL")+`) < 5
+)`, "{{account}}")}})).
+		add(timeSeries(panel{title: "Measured GPUs by account, by SM activity", unit: unitGPUs, w: 24,
+			desc:    "GPUs' worth of work by DCGM's SM activity (DCGM_FI_PROF_SM_ACTIVE, only where a DCGM host engine runs), split among the jobs sharing a GPU: a stricter measure than utilization, which counts a GPU busy while any kernel runs. Fair share charges this when it is there.",
+			targets: []target{q(`sum by (account) `+measuredBy("DCGM_FI_PROF_SM_ACTIVE", ""), "{{account}}")}}))
+	b.row("Over the time range").
+		add(hoursTable("GPU-hours by account",
+			"GPU-hours allocated and measured (GPUs' worth of utilization) per account over the dashboard's time range, minute by minute, and their ratio.",
+			"account")).
+		add(hoursTable("GPU-hours by user",
+			"GPU-hours allocated and measured per user over the time range, and their ratio.",
+			"account", "user")).
+		add(hoursTable("GPU-hours by job",
+			"GPU-hours allocated and measured per job over the time range, and their ratio: the jobs that hold more than they use.",
+			"account", "user", "job_id")).
+		add(labelTable(panel{title: "Idle allocations", unit: unitPercent, w: 24,
+			desc: "Allocations whose GPU averaged under 5% utilization over the time range: the GPU, the job and its owner, and the mean. Click a row to open the GPU.",
+			targets: []target{instant(`avg_over_time(
+  (max by (node, gpu_index, job_id, account, user) (
+    gpuwatch_gpu_allocation_info{` + allocSel + `} * on (gpu_uuid) group_left () ` + perGPU("DCGM_FI_DEV_GPU_UTIL") + `
+  ))[$__range:1m]
+) < 5`)},
+			links: links(toGPURow("node", "gpu_index"))}, "mean utilization"))
+	return b.DashboardBuilder
+}
