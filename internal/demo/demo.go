@@ -294,14 +294,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := &Result{}
 	p := newPrinter(o.Out, fleet.Start())
-	scrapeFailed := false
 	sync := func() error {
-		// A failed scrape of the server costs the dashboards some points, not
-		// the story: say so once and go on.
-		if err := ds.selfScrape(ctx, fleet.Now()); err != nil && ctx.Err() == nil && !scrapeFailed {
-			scrapeFailed = true
-			fmt.Fprintf(o.Out, "(the server's own series are not stored: %v)\n", err)
-		}
 		lines, reboots, err := cp.sync(ctx, agents, fleet.Now())
 		p.control(lines)
 		for _, node := range reboots {

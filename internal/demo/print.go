@@ -78,8 +78,8 @@ func (p *printer) header(f *simhw.Fleet, sc *simhw.Scenario, o Options, ds *demo
 		ds.tokens.file, ds.tokens.dir)
 	fmt.Fprintf(p.w, "Grafana: add a Prometheus data source with URL %s and the header Authorization: Bearer <%s> (up while the demo runs)\n",
 		ds.url, ds.tokens.path(tokenGrafana))
-	fmt.Fprintf(p.w, "dashboards: provision deploy/grafana/ (data source URL %s, GPUWATCH_GRAFANA_TOKEN=$(cat %s); deploy/grafana/README.md); the server's own series are scraped into its store every %s\n",
-		ds.url, ds.tokens.path(tokenGrafana), selfScrapeEvery)
+	fmt.Fprintf(p.w, "dashboards: provision deploy/grafana/ (data source URL %s, GPUWATCH_GRAFANA_TOKEN=$(cat %s); deploy/grafana/README.md); the server stores its own series beside the agents'\n",
+		ds.url, ds.tokens.path(tokenGrafana))
 	fmt.Fprintf(p.w, "try: curl -H \"Authorization: Bearer $(cat %s)\" '%s/api/v1/query?query=%s'\n", ds.tokens.path(tokenGrafana), ds.url, queryXids)
 	fmt.Fprintf(p.w, "     gpuwatch drain --server %s --token-file %s NODE --reason TEXT\n", ds.url, ds.tokens.path(tokenOperator))
 	how := `the log actuator, which prints what it would do ("would drain …"; --slurm drives a real local Slurm cluster instead)`

@@ -52,8 +52,6 @@ type demoServer struct {
 
 	cancel context.CancelFunc // of the control loops (drain worker, fair-share feeder)
 	done   chan struct{}
-
-	scraped time.Time // simulated time of the last self-scrape
 }
 
 // Serving is where the demo's server serves, for Options.Serving.
@@ -105,7 +103,11 @@ func startServer(o Options, dir string, nodes []string, c control) (*demoServer,
 	// the agents' clock as it is.
 	lim.MaxFutureSkew = 0
 	alog := &alertLog{}
-	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now, Auth: auth.Options{Tokens: tf},
+	instance := o.ServerListen
+	if instance == "" {
+		instance = DefaultServerListen
+	}
+	srv, err := server.New(server.Options{DataDir: sdir, Limits: lim, Version: o.Version, Clock: c.now, Auth: auth.Options{Tokens: tf}, Instance: instance,
 		// The server's own rule evaluation, every 15 s of simulated time; the
 		// demo prints each alert as it fires and resolves.
 		Rules:     &server.RulesOptions{Builtin: true, Files: o.Rules, Interval: wallEvery(15*time.Second, o.Speed), OnAlert: alog.add},
