@@ -252,7 +252,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.Health = eng
 
-	a.xid = xid.New(xid.Options{KmsgPath: opts.KmsgPath, Inventory: a.Inventory, Sink: eng,
+	a.xid = xid.New(xid.Options{KmsgPath: opts.KmsgPath, Inventory: a.Inventory, Sink: eng, SXidSink: eng,
 		Now: opts.Now, FromStart: opts.KmsgFromStart, BootTime: opts.BootTime, Logger: log,
 		PollInterval: opts.KmsgPoll})
 
