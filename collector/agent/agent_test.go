@@ -36,6 +36,13 @@ type simAgent struct {
 
 func newSimAgent(t *testing.T, spec simhw.FleetSpec, mod func(*Options)) *simAgent {
 	t.Helper()
+	return newSimAgentWith(t, spec, nil, mod)
+}
+
+// newSimAgentWith is newSimAgent with before applied to the simulated node
+// before the agent starts (a fault present at boot).
+func newSimAgentWith(t *testing.T, spec simhw.FleetSpec, before func(*simhw.Node) error, mod func(*Options)) *simAgent {
+	t.Helper()
 	if spec.Root == "" {
 		spec.Root = t.TempDir()
 	}
@@ -48,6 +55,14 @@ func newSimAgent(t *testing.T, spec simhw.FleetSpec, mod func(*Options)) *simAge
 		t.Fatal(err)
 	}
 	n := f.Nodes()[0]
+	if before != nil {
+		if err := before(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Advance(0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	boot := n.Boot()
 	o := Options{
 		Node: n.Name(), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/collector/healthpush"
 	"github.com/gpuwatch/gpuwatch/collector/pci/pcitest"
+	"github.com/gpuwatch/gpuwatch/collector/simhw"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -108,4 +109,80 @@ func TestAgentWithoutDriver(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestSimulatedDriverFaults: the simulated hardware's driver and fabric faults
+// reach the health engine through the production sources.
+func TestSimulatedDriverFaults(t *testing.T) {
+	t.Run("a GPU the driver did not initialise", func(t *testing.T) {
+		s := newSimAgentAfter(t, func(n *simhw.Node) error { return n.Inject(simhw.Fault{GPU: 5, Kind: simhw.FaultGPUMissing}) }, nil)
+		s.step(0)
+		r := s.health()
+		c, ok := condition(r, telemetry.ConditionGPUCount)
+		if !ok || c.Message != "NVML sees 7 of the 8 NVIDIA GPUs on the PCI bus" || len(s.a.Inventory.GPUs) != 7 {
+			t.Fatalf("%d GPUs; conditions %+v", len(s.a.Inventory.GPUs), r.AllConditions())
+		}
+		fams := s.metrics()
+		for src, want := range map[string]float64{"pci": 8, "nvml": 7, "expected": 8} {
+			if v, _ := value(fams, telemetry.MetricNodeGPUs, map[string]string{"source": src}); v != want {
+				t.Errorf("gpuwatch_node_gpus{source=%q} = %v, want %v", src, v, want)
+			}
+		}
+	})
+	t.Run("driver not loaded", func(t *testing.T) {
+		s := newSimAgentAfter(t, func(n *simhw.Node) error { return n.Inject(simhw.Fault{GPU: simhw.AllGPUs, Kind: simhw.FaultDriverNotLoaded}) }, nil)
+		s.step(0)
+		c, ok := condition(s.health(), telemetry.ConditionGPUCount)
+		if want := "NVIDIA driver not loaded: 8 NVIDIA GPUs on the PCI bus, NVML: the NVIDIA kernel module is not loaded (ERROR_DRIVER_NOT_LOADED)"; !ok || c.Message != want {
+			t.Fatalf("gpu-count %q, want %q", c.Message, want)
+		}
+	})
+	t.Run("fabric, SXid, persistence mode", func(t *testing.T) {
+		s := newSimAgentAfter(t, nil, func(o *Options) { o.RequirePersistenceMode = true })
+		s.step(0)
+		if r := s.health(); len(r.AllConditions()) != 0 {
+			t.Fatalf("healthy node: %+v", r.AllConditions())
+		}
+		for _, f := range []simhw.Fault{
+			{GPU: simhw.AllGPUs, Kind: simhw.FaultFabricManager},
+			{GPU: simhw.AllGPUs, Kind: simhw.FaultSXid, SXid: 24007, NVSwitch: 2, Link: 17},
+			{GPU: 6, Kind: simhw.FaultPersistenceOff},
+		} {
+			if err := s.node.Inject(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.step(time.Second)
+		s.step(time.Second)
+		r := s.health()
+		for _, k := range []telemetry.ConditionKind{telemetry.ConditionFabricManager, telemetry.ConditionNVSwitchFatal, telemetry.ConditionPersistenceMode} {
+			if _, ok := condition(r, k); !ok {
+				t.Errorf("no %s in %+v", k, r.AllConditions())
+			}
+		}
+		if c, _ := condition(r, telemetry.ConditionNVSwitchFatal); c.Target.String() != "node-01/nvswitch2" || !strings.Contains(c.Message, "SXid 24007") {
+			t.Errorf("nvswitch-fatal %+v", c)
+		}
+		if v, _ := value(s.metrics(), telemetry.MetricNVSwitchSXidErrorsTotal, map[string]string{"nvswitch": "2", "sxid": "24007", "fatal": "true", "pci_bus_id": "0000:07:00.0"}); v != 1 {
+			t.Errorf("gpuwatch_nvswitch_sxid_errors_total = %v", v)
+		}
+		if v, _ := value(s.metrics(), telemetry.MetricGPUFabricState, map[string]string{"gpu_index": "0"}); v != 1 {
+			t.Errorf("gpuwatch_gpu_fabric_state = %v, want 1 (not started)", v)
+		}
+	})
+}
+
+// newSimAgentAfter is a simulated agent whose node had before applied at boot.
+func newSimAgentAfter(t *testing.T, before func(*simhw.Node) error, mod func(*Options)) *simAgent {
+	t.Helper()
+	return newSimAgentWith(t, simhw.FleetSpec{Seed: 5}, before, mod)
+}
+
+func condition(r health.Report, k telemetry.ConditionKind) (telemetry.Condition, bool) {
+	for _, c := range r.AllConditions() {
+		if c.Kind == k {
+			return c, true
+		}
+	}
+	return telemetry.Condition{}, false
 }
