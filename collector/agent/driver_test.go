@@ -130,7 +130,9 @@ func TestSimulatedDriverFaults(t *testing.T) {
 		}
 	})
 	t.Run("driver not loaded", func(t *testing.T) {
-		s := newSimAgentAfter(t, func(n *simhw.Node) error { return n.Inject(simhw.Fault{GPU: simhw.AllGPUs, Kind: simhw.FaultDriverNotLoaded}) }, nil)
+		s := newSimAgentAfter(t, func(n *simhw.Node) error {
+			return n.Inject(simhw.Fault{GPU: simhw.AllGPUs, Kind: simhw.FaultDriverNotLoaded})
+		}, nil)
 		s.step(0)
 		c, ok := condition(s.health(), telemetry.ConditionGPUCount)
 		if want := "NVIDIA driver not loaded: 8 NVIDIA GPUs on the PCI bus, NVML: the NVIDIA kernel module is not loaded (ERROR_DRIVER_NOT_LOADED)"; !ok || c.Message != want {
