@@ -102,6 +102,25 @@ type XidSink interface {
 	ObserveXid(XidEvent)
 }
 
+// SXidEvent is one NVSwitch error (SXid) the driver printed in the kernel log:
+//
+//	nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up
+type SXidEvent struct {
+	Time     time.Time          // the log line's time
+	NVSwitch int                // the driver's instance: nvidia-nvswitch<N>
+	PCIBusID telemetry.PCIBusID // the NVSwitch's PCI address
+	SXid     int
+	Fatal    bool   // the driver printed it as Fatal
+	Link     int    // the NVSwitch port the line names; -1 when none
+	Message  string // the text after "Fatal, " or "Non-fatal, "
+}
+
+// SXidSink receives the SXid events the xid source reads (deduplicated like
+// Xids); the health engine is one. ObserveSXid must not block.
+type SXidSink interface {
+	ObserveSXid(SXidEvent)
+}
+
 // HealthCollector is implemented by a Source with health-critical fields (lost GPUs,
 // ECC, row remapping, NVLink state, recovery action) that the run loop reads on the
 // short health schedule. The series CollectHealth emits are never emitted by Collect:

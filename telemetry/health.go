@@ -71,7 +71,7 @@ type ConditionKind string
 const (
 	ConditionXid             ConditionKind = "xid"               // an Xid event (NVML or the kernel log); the Xid catalog gives severity and action
 	ConditionGPULost         ConditionKind = "gpu-lost"          // GPU fell off the bus or NVML returns GPU_IS_LOST (Xid 79)
-	ConditionGPUCount        ConditionKind = "gpu-count"         // fewer GPUs visible than the node should have
+	ConditionGPUCount        ConditionKind = "gpu-count"         // NVML sees fewer GPUs than the PCI bus or the node's remembered inventory, or does not start while GPUs are on the bus
 	ConditionECCDBE          ConditionKind = "ecc-dbe"           // a new double-bit (uncorrectable) ECC error
 	ConditionECCSBERate      ConditionKind = "ecc-sbe-rate"      // single-bit ECC errors above a rate threshold
 	ConditionRowRemapPending ConditionKind = "row-remap-pending" // a row remap waits for a GPU reset
@@ -84,8 +84,8 @@ const (
 	ConditionPCIeDegraded    ConditionKind = "pcie-degraded"     // PCIe link below its maximum generation or width
 	ConditionNVLinkDown      ConditionKind = "nvlink-down"       // an NVLink that should be up is down
 	ConditionNVLinkErrors    ConditionKind = "nvlink-errors"     // NVLink CRC, replay or recovery errors above threshold
-	ConditionNVSwitchFatal   ConditionKind = "nvswitch-fatal"    // an NVSwitch fatal error
-	ConditionFabricManager   ConditionKind = "fabric-manager"    // the NVSwitch fabric manager is down or the GPU is not in the fabric
+	ConditionNVSwitchFatal   ConditionKind = "nvswitch-fatal"    // an NVSwitch fatal error (a fatal SXid in the kernel log)
+	ConditionFabricManager   ConditionKind = "fabric-manager"    // the NVSwitch fabric manager is down or the GPU is not in the fabric (NVML's GPU fabric state)
 	ConditionIBDown          ConditionKind = "ib-down"           // an InfiniBand port is not ACTIVE / LinkUp
 	ConditionIBFlap          ConditionKind = "ib-flap"           // an InfiniBand port went down and up (link_downed delta)
 	ConditionIBErrors        ConditionKind = "ib-errors"         // InfiniBand error counters rising since the baseline
@@ -93,6 +93,7 @@ const (
 	ConditionRecoveryAction  ConditionKind = "recovery-action"   // the driver's recovery action field (NVML 230 / DCGM 1523) is not NONE
 	ConditionDCGMHealth      ConditionKind = "dcgm-health"       // a DCGM health watch failed (DCGM_FR_* code in the evidence)
 	ConditionTelemetryStale  ConditionKind = "telemetry-stale"   // a source has failed or gone silent for too long
+	ConditionPersistenceMode ConditionKind = "persistence-mode"  // persistence mode is off on a GPU where the agent's policy requires it
 )
 
 // conditionKinds lists every kind with the scope it is usually raised on.
@@ -124,6 +125,7 @@ var conditionKinds = []struct {
 	{ConditionRecoveryAction, ScopeGPU},
 	{ConditionDCGMHealth, ScopeGPU},
 	{ConditionTelemetryStale, ScopeNode},
+	{ConditionPersistenceMode, ScopeGPU},
 }
 
 // ConditionKinds returns every declared condition kind.

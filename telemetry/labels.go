@@ -69,6 +69,8 @@ const (
 
 	// Health.
 	LabelXid       = "xid"
+	LabelSXid      = "sxid"      // an NVSwitch error number
+	LabelFatal     = "fatal"     // "true" when the event is fatal by its own report (an SXid printed as Fatal)
 	LabelCondition = "condition" // a ConditionKind
 	LabelSeverity  = "severity"  // a Severity
 	LabelAction    = "action"    // an Action
@@ -106,7 +108,7 @@ var labelKeys = []string{
 	LabelDriverVersion, LabelVBIOSVersion, LabelSerial, LabelMIGProfile, LabelMIGInstance,
 	LabelLink, LabelLinkType, LabelNVLinkCount, LabelRail, LabelNVSwitch, LabelIBDevice,
 	LabelIBPort, LabelCounter,
-	LabelXid, LabelCondition, LabelSeverity, LabelAction, LabelState, LabelTarget,
+	LabelXid, LabelSXid, LabelFatal, LabelCondition, LabelSeverity, LabelAction, LabelState, LabelTarget,
 	LabelSource, LabelVersion, LabelRevision, LabelGoVersion, LabelReason,
 	LabelJobID, LabelAccount, LabelUser, LabelPartition, LabelQueue, LabelPod,
 	LabelNamespace, LabelContainer,

@@ -39,6 +39,7 @@ const (
 	SourceXid         Source = "xid"
 	SourceTopology    Source = "topology"
 	SourceAttribution Source = "attribution"
+	SourcePCI         Source = "pci"    // the PCI bus in sysfs, read without NVML
 	SourceHealth      Source = "health" // the agent's health engine
 	SourceSelf        Source = "self"   // the agent observing itself
 )
@@ -46,7 +47,7 @@ const (
 // Sources returns every declared source.
 func Sources() []Source {
 	return []Source{SourceNVML, SourceDCGM, SourceNVLink, SourceInfiniBand, SourceXid,
-		SourceTopology, SourceAttribution, SourceHealth, SourceSelf}
+		SourceTopology, SourceAttribution, SourcePCI, SourceHealth, SourceSelf}
 }
 
 // MetricFamily says whose naming a series follows.
@@ -194,6 +195,12 @@ const (
 	MetricNodeGPUs       = "gpuwatch_node_gpus"
 	MetricGPULost        = "gpuwatch_gpu_lost"
 	MetricXidErrorsTotal = "gpuwatch_xid_errors_total"
+	// The GPU's registration in the NVLink fabric (NVSwitch systems, Hopper and
+	// later): NVML's nvmlGpuFabricInfo_t state and status.
+	MetricGPUFabricState  = "gpuwatch_gpu_fabric_state"
+	MetricGPUFabricStatus = "gpuwatch_gpu_fabric_status"
+	// NVSwitch errors (SXid) from the kernel log.
+	MetricNVSwitchSXidErrorsTotal = "gpuwatch_nvswitch_sxid_errors_total"
 	// Xid source self-observation: flood repeats dropped, kernel-log records lost.
 	MetricXidSuppressedLinesTotal = "gpuwatch_xid_suppressed_lines_total"
 	MetricXidKmsgRecordsLostTotal = "gpuwatch_xid_kmsg_records_lost_total"
@@ -387,15 +394,20 @@ var catalog = withGPUIdentity([]MetricDesc{
 	// Inventory and faults.
 	own(MetricGPUInfo, MetricGauge, "", SourceNVML, "GPU inventory; value is always 1.",
 		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID, LabelModel, LabelDriverVersion, LabelVBIOSVersion, LabelSerial),
-	own(MetricNodeGPUs, MetricGauge, "", SourceNVML, "Number of GPUs NVML reports on the node.", LabelNode),
+	own(MetricNodeGPUs, MetricGauge, "", SourceNVML, "Number of NVIDIA GPUs on the node, by who counts them: source=\"nvml\" (NVML's device count; 0 when NVML did not start), \"pci\" (NVIDIA display and 3D controllers on the PCI bus, read from sysfs without NVML), \"expected\" (the most the node has had, remembered by the health engine).",
+		LabelNode, LabelSource),
+	own(MetricGPUFabricState, MetricGauge, "", SourceNVML, "The GPU's registration in the NVLink fabric (NVML nvmlGpuFabricState_t): 1 not started, 2 in progress, 3 completed; absent where NVML has no fabric (not an NVSwitch system, or before Hopper).", gpuLabels...),
+	own(MetricGPUFabricStatus, MetricGauge, "", SourceNVML, "The result of the GPU's fabric registration once completed, an NVML return code: 0 success; anything else is a fabric manager failure.", gpuLabels...),
 	own(MetricGPULost, MetricGauge, "", SourceNVML, "Whether the GPU has fallen off the bus or NVML reports it lost (1), else 0.",
 		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID),
-	own(MetricXidErrorsTotal, MetricCounter, "", SourceXid, "Number of Xid events by Xid, from NVML events and the kernel log, deduplicated.",
-		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID, LabelXid),
+	own(MetricXidErrorsTotal, MetricCounter, "", SourceXid, "Number of Xid events by Xid and the action NVIDIA's Xid catalog resolves for it (after the message's decode), from NVML events and the kernel log, deduplicated.",
+		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID, LabelXid, LabelAction),
 	own(MetricXidSuppressedLinesTotal, MetricCounter, "", SourceXid, "Number of Xid lines and events dropped as flood repeats: identical (GPU, Xid, message) to one counted within the dedup window.",
 		LabelNode, LabelGPUIndex, LabelGPUUUID, LabelPCIBusID, LabelXid),
 	own(MetricXidKmsgRecordsLostTotal, MetricCounter, "", SourceXid, "Number of kernel log records overwritten before the xid source read them (gaps in /dev/kmsg sequence numbers after EPIPE).",
 		LabelNode),
+	own(MetricNVSwitchSXidErrorsTotal, MetricCounter, "", SourceXid, "Number of NVSwitch errors (SXid) in the kernel log by NVSwitch and SXid; fatal=\"true\" for the ones the driver prints as Fatal.",
+		LabelNode, LabelNVSwitch, LabelPCIBusID, LabelSXid, LabelFatal),
 
 	// Health.
 	own(MetricGPUHealthState, MetricGauge, "", SourceHealth, "GPU health state: 0 healthy, 1 suspect, 2 draining, 3 drained, 4 probation.", gpuLabels...),

@@ -365,3 +365,59 @@ func xidParseHex(s string) (uint32, error) {
 	}
 	return uint32(v), nil
 }
+
+// ClassifyXid returns the action of one Xid event on its own: the catalog's
+// action for the code, refined by what the message carries where the catalog
+// says to read it: the NVLink5 register decode for Xids 144–150 (decoded then
+// says which rows matched), and the recovery action an Xid 154 announces.
+// driverMajor is the driver branch (570), which chooses the NVLink5 register
+// layout; 0 when unknown. An Xid missing from the catalog returns
+// ActionContactSupport with known false: nobody should automate what they do
+// not understand. Workflows that combine Xids (48 with 63/64) are
+// ResolveXids'; a driver recovery action read from NVML overrides this.
+func ClassifyXid(code int, msg string, driverMajor int) (a Action, decoded string, known bool) {
+	info, ok := LookupXid(code)
+	if !ok {
+		return ActionContactSupport, "", false
+	}
+	a = info.Action
+	switch info.Workflow {
+	case XidWorkflowNVLink5:
+		intr, status, err := ParseNVLink5Registers(msg)
+		if err != nil {
+			return a, "", true
+		}
+		ms := DecodeNVLink5(code, NVLink5FormatForDriver(driverMajor), intr, status)
+		if len(ms) == 0 {
+			return a, fmt.Sprintf("intrinfo 0x%x errorstatus 0x%x: no decode row, catalog action %s", intr, status, a), true
+		}
+		da := ActionNone
+		var parts []string
+		for _, m := range ms {
+			da = da.Max(m.Action)
+			p := m.Decode.Subcode + " " + strings.TrimSpace(m.Decode.Severity) + " → " + m.Bucket
+			if !slices.Contains(parts, p) {
+				parts = append(parts, p)
+			}
+		}
+		return da, strings.Join(parts, "; "), true
+	case XidWorkflowXid154:
+		_, to, err := ParseXid154(msg)
+		if err != nil {
+			return ActionNone, "", true
+		}
+		return to.Action(), "driver recovery action: " + to.String(), true
+	}
+	return a, "", true
+}
+
+// DriverMajor reads the branch from a driver version: 570 from "570.133.20";
+// 0 when it cannot.
+func DriverMajor(version string) int {
+	head, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(head)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

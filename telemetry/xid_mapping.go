@@ -44,7 +44,8 @@ func XidMappingFatal(code int) bool { return xidMappingFatal()[code] }
 //
 // They are: a lost GPU, fewer GPUs than the node has (a GPU gone, or the
 // driver not loaded), a new double-bit ECC error, a failed row remap, a
-// driver recovery action of reset or reboot, an InfiniBand port that was
+// fatal NVSwitch error (an SXid the driver prints as Fatal), a driver
+// recovery action of reset or reboot, an InfiniBand port that was
 // ACTIVE at baseline and is down now (a port that bounces within a health
 // cycle is an ib-flap, which waits), and an Xid whose resolved action
 // (the catalog's, after its decode, workflow and Xid 154 override) is beyond
@@ -53,7 +54,8 @@ func XidMappingFatal(code int) bool { return xidMappingFatal()[code] }
 // listed here).
 func (c Condition) DiscreteFatal() bool {
 	switch c.Kind {
-	case ConditionGPULost, ConditionGPUCount, ConditionECCDBE, ConditionRowRemapFailure, ConditionIBDown:
+	case ConditionGPULost, ConditionGPUCount, ConditionECCDBE, ConditionRowRemapFailure, ConditionIBDown,
+		ConditionNVSwitchFatal:
 		return true
 	case ConditionRecoveryAction:
 		return c.Action.Rank() > ActionRestartApp.Rank()

@@ -55,6 +55,9 @@ func TestDiscreteFatal(t *testing.T) {
 		{Condition{Kind: ConditionIBDown}, true},
 		{Condition{Kind: ConditionNVLinkErrors}, false},
 		{Condition{Kind: ConditionRowRemapPending}, false},
+		{Condition{Kind: ConditionNVSwitchFatal, Action: ActionRestartBM}, true},
+		{Condition{Kind: ConditionFabricManager, Action: ActionRestartFM}, false},
+		{Condition{Kind: ConditionPersistenceMode}, false},
 	} {
 		if got := c.c.DiscreteFatal(); got != c.want {
 			t.Errorf("%s (%s): DiscreteFatal %v, want %v", c.c.Kind, c.c.Action, got, c.want)

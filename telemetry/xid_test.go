@@ -831,3 +831,31 @@ func FuzzParseXid154(f *testing.F) {
 		_ = to.Action() // must not panic
 	})
 }
+
+// TestClassifyXid: one event's action, as gpuwatch_xid_errors_total's action
+// label and the health engine's incidents read it.
+func TestClassifyXid(t *testing.T) {
+	for _, tc := range []struct {
+		code  int
+		msg   string
+		want  Action
+		known bool
+	}{
+		{79, "GPU has fallen off the bus.", ActionRestartBM, true},
+		{13, "Graphics Exception: ESR 0x546f30=0x124000e", ActionRestartApp, true},
+		{48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 7, subpartition 0.", ActionResetGPU, true},
+		{154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)", ActionRestartBM, true},
+		{154, "no action in this message", ActionNone, true},
+		{9999, "", ActionContactSupport, false},
+	} {
+		got, _, known := ClassifyXid(tc.code, tc.msg, 570)
+		if got != tc.want || known != tc.known {
+			t.Errorf("ClassifyXid(%d, %q) = %s, known %v; want %s, %v", tc.code, tc.msg, got, known, tc.want, tc.known)
+		}
+	}
+	for v, want := range map[string]int{"570.133.20": 570, "535": 535, "": 0, "x.1": 0} {
+		if got := DriverMajor(v); got != want {
+			t.Errorf("DriverMajor(%q) = %d, want %d", v, got, want)
+		}
+	}
+}

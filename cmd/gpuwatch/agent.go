@@ -56,6 +56,7 @@ func (f *agentFlags) register(fs *flag.FlagSet, defaultStateDir string) {
 	fs.DurationVar(&f.o.AttributionInterval, "attribution.interval", 10*time.Second, "how often the GPU → job/pod attribution cache is refreshed")
 	fs.StringVar(&f.o.IBInclude, "infiniband.include", "", "regexp: read only InfiniBand devices whose name matches")
 	fs.StringVar(&f.o.IBExclude, "infiniband.exclude", "", "regexp: never read InfiniBand devices whose name matches")
+	fs.BoolVar(&f.o.RequirePersistenceMode, "health.require-persistence-mode", true, "a GPU whose persistence mode is off is a warning (persistence-mode): the driver tears an idle GPU down without it (nvidia-persistenced)")
 	fs.StringVar(&f.o.NVLinkDomain, "topology.nvlink-domain", "", "NVLink domain (clique) the node belongs to, for gpuwatch_topology_node_info")
 	fs.StringVar(&f.o.Leaf, "topology.leaf", "", "leaf switch above the node")
 	fs.StringVar(&f.o.Spine, "topology.spine", "", "spine switch above the leaf")
@@ -82,6 +83,10 @@ func (f *agentFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
+// newNVML is the NVML library a real node is read through: go-nvml, which
+// loads libnvidia-ml.so.1 at Init. Tests replace it.
+var newNVML = func() gonvml.Interface { return gonvml.New() }
+
 // options turns the flags into agent options; with --simulate it also builds the
 // simulated node (returned so the caller can advance it) under a temporary
 // directory that cleanup removes.
@@ -102,7 +107,7 @@ func (f *agentFlags) options(stderr io.Writer) (o agent.Options, sim *simNode, e
 		if f.faults != "" {
 			return o, nil, fmt.Errorf("%w: --faults needs --simulate", errUsage)
 		}
-		o.NVML = gonvml.New()
+		o.NVML = newNVML()
 		return o, nil, nil
 	}
 	// The simulated node has its own files and no DCGM; a flag pointing elsewhere

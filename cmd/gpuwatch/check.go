@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/collector/agent"
 	"github.com/gpuwatch/gpuwatch/collector/health"
+	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/internal/tlsconf"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
@@ -39,6 +43,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.o.HealthInterval, f.o.Interval = time.Second, time.Second
 	cycles := fs.Int("cycles", 3, "collection cycles to run before judging (the health state moves one step per cycle)")
 	asJSON := fs.Bool("json", false, "print the full health report as JSON instead of one line")
+	push := fs.String("push", "", "also push the verdict, the GPU counts and the check's duration to this import endpoint (the gpuwatch server's or VictoriaMetrics's http(s)://host:port/api/v1/import/prometheus); a failed push is a warning, never a changed verdict")
+	pushTimeout := fs.Duration("push.timeout", 5*time.Second, "with --push: longest the push may take")
+	tokenFile := fs.String("token-file", "", "with --push: file holding the bearer token to send (role agent; default: $"+auth.EnvToken+")")
+	var clientTLS tlsconf.ClientFiles
+	fs.StringVar(&clientTLS.CAFile, "tls.ca-file", "", "with --push: CA certificates (PEM) that sign the endpoint's certificate")
+	fs.StringVar(&clientTLS.CertFile, "tls.client-cert-file", "", "with --push: client certificate (PEM) for an endpoint that asks for mutual TLS")
+	fs.StringVar(&clientTLS.KeyFile, "tls.client-key-file", "", "key of --tls.client-cert-file")
 	useSlurm := fs.Bool("slurm", false, "act on Slurm as a HealthCheckProgram does: drain this node when unhealthy (reason \"gpuwatch: …\"), resume it when healthy if gpuwatch drained it")
 	slurmNode := fs.String("slurm.node", "", "the node's Slurm NodeName (default: --node, else the short host name)")
 	fs.Usage = func() {
@@ -47,7 +58,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Reads the node once, judges its GPUs' health and prints one line. Exit status: 0 healthy")
 		fmt.Fprintln(stderr, "(warnings are printed but do not fail), 1 the node should take no new work, 3 the check")
 		fmt.Fprintln(stderr, "could not run. With --slurm it drains and resumes the node itself, as NHC does, so it can be")
-		fmt.Fprintln(stderr, "Slurm's HealthCheckProgram on sites without a gpuwatch server.")
+		fmt.Fprintln(stderr, "Slurm's HealthCheckProgram on sites without a gpuwatch server; with --push it also sends its")
+		fmt.Fprintln(stderr, "verdict to a store's import endpoint.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -56,6 +68,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *cycles < 1 {
 		return fmt.Errorf("%w: --cycles must be at least 1, got %d", errUsage, *cycles)
+	}
+	started := time.Now()
+	var pushTo string
+	var pushRT http.RoundTripper
+	if *push != "" {
+		var err error
+		if pushTo, err = pushURL(*push); err != nil {
+			return err
+		}
+		if pushRT, err = clientTransport(*tokenFile, clientTLS, os.Getenv(auth.EnvToken)); err != nil {
+			return err
+		}
+	} else if *tokenFile != "" {
+		return fmt.Errorf("%w: --token-file is sent with --push; give --push", errUsage)
 	}
 	o, sim, err := f.options(stderr)
 	if err != nil {
@@ -78,6 +104,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	wait := a.Start(runCtx)
+	var snap *collector.Snapshot
 	for i := range *cycles {
 		if i > 0 && sim != nil {
 			if err := sim.fleet.Advance(time.Second); err != nil {
@@ -87,7 +114,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 		}
-		a.Collect(runCtx, true)
+		snap = a.Collect(runCtx, true)
 	}
 	cancel()
 	wait()
@@ -97,6 +124,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	r := a.Health.Report()
 
 	line := checkLine(r, len(a.Inventory.GPUs))
+	verdict := checkVerdict{Node: a.Inventory.Node, Healthy: !r.Drain(), GPUs: gpuCounts(snap),
+		Duration: time.Since(started), At: time.Now()}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -123,6 +152,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return checkFailed
 		}
 	}
+	if pushTo != "" {
+		// A health check's verdict is its exit status and line; the push is a
+		// copy for the store and cannot change them.
+		if err := verdict.push(ctx, pushTo, pushRT, *pushTimeout); err != nil {
+			fmt.Fprintf(stderr, "gpuwatch check: warning: the verdict was not pushed: %v\n", err)
+		}
+	}
 	if r.Drain() {
 		return checkUnhealthy
 	}
@@ -136,6 +172,9 @@ func checkLine(r health.Report, gpus int) string {
 		return r.Summary()
 	case r.Severity >= telemetry.SeverityWarning:
 		return fmt.Sprintf("gpuwatch: ok with warnings (%d GPUs): %s", gpus, strings.TrimPrefix(r.Summary(), "gpuwatch: "))
+	}
+	if gpus == 0 {
+		return "gpuwatch: healthy (no GPUs)"
 	}
 	return fmt.Sprintf("gpuwatch: healthy (%d GPUs)", gpus)
 }

@@ -1,6 +1,8 @@
 // Package agent assembles the gpuwatch node agent: it initialises NVML, discovers
 // the node's GPUs, builds every source from the explicit registry below, the health
-// engine and the exporter, and runs them. `gpuwatch agent`, `gpuwatch check` and
+// engine and the exporter, and runs them. NVML failing to start does not stop it:
+// the PCI bus, InfiniBand and the kernel log are still read, and the health engine
+// reports the driver missing while GPUs are on the bus (gpu-count). `gpuwatch agent`, `gpuwatch check` and
 // `gpuwatch demo` (one agent per simulated node) all go through New.
 package agent
 
@@ -25,6 +27,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/collector/infiniband"
 	"github.com/gpuwatch/gpuwatch/collector/nvlink"
 	nvmlsrc "github.com/gpuwatch/gpuwatch/collector/nvml"
+	"github.com/gpuwatch/gpuwatch/collector/pci"
 	"github.com/gpuwatch/gpuwatch/collector/shipper"
 	"github.com/gpuwatch/gpuwatch/collector/topology"
 	"github.com/gpuwatch/gpuwatch/collector/xid"
@@ -75,6 +78,11 @@ type Options struct {
 	AttributionInterval time.Duration // default 10s
 
 	IBInclude, IBExclude string // device name patterns
+
+	// RequirePersistenceMode makes a GPU whose persistence mode is off raise
+	// persistence-mode (warning); `gpuwatch agent` and `check` turn it on by
+	// default (--health.require-persistence-mode).
+	RequirePersistenceMode bool
 
 	// NVLinkDomain, Leaf, Spine and Block place the node in the fleet when set.
 	NVLinkDomain, Leaf, Spine, Block string
@@ -203,7 +211,7 @@ func New(opts Options) (*Agent, error) {
 	log := opts.Logger.With(telemetry.LabelNode, opts.Node)
 
 	if ret := opts.NVML.Init(); ret != gonvml.SUCCESS {
-		a.nvmlErr = fmt.Errorf("NVML did not start: %s", gonvml.ErrorString(ret))
+		a.nvmlErr = nvmlsrc.InitError(opts.NVML, ret)
 		log.Warn("NVML unavailable; GPU sources report down", "err", a.nvmlErr)
 		a.Inventory = &collector.Inventory{Node: opts.Node}
 	} else {
@@ -238,13 +246,13 @@ func New(opts Options) (*Agent, error) {
 	// DCGM's health watches reach the engine as incidents; the source is built
 	// below, so the engine asks through the agent.
 	eng, err := health.New(health.Options{Node: opts.Node, StateFile: stateFile, Now: opts.Now,
-		BootID: opts.BootID, Logger: log, Incidents: a.dcgmIncidents})
+		BootID: opts.BootID, Logger: log, Incidents: a.dcgmIncidents, RequirePersistenceMode: opts.RequirePersistenceMode})
 	if err != nil {
 		return nil, err
 	}
 	a.Health = eng
 
-	a.xid = xid.New(xid.Options{KmsgPath: opts.KmsgPath, Inventory: a.Inventory, Sink: eng,
+	a.xid = xid.New(xid.Options{KmsgPath: opts.KmsgPath, Inventory: a.Inventory, Sink: eng, SXidSink: eng,
 		Now: opts.Now, FromStart: opts.KmsgFromStart, BootTime: opts.BootTime, Logger: log,
 		PollInterval: opts.KmsgPoll})
 
@@ -264,10 +272,11 @@ func New(opts Options) (*Agent, error) {
 			KubeletSocket: opts.KubeletSocket, RefreshEvery: opts.AttributionInterval, Logger: log, Now: opts.Now})
 		sources = append(sources, a.nvml, nvlink.New(opts.NVML, a.Inventory, opts.Now))
 	} else {
-		for _, n := range []telemetry.Source{telemetry.SourceNVML, telemetry.SourceNVLink} {
-			sources = append(sources, unavailable{string(n), a.nvmlErr})
-		}
+		// NVML's count reads 0 and the PCI bus still says how many GPUs there
+		// are: the health engine names the difference (gpu-count).
+		sources = append(sources, nvmlsrc.Unavailable(a.nvmlErr), unavailable{string(telemetry.SourceNVLink), a.nvmlErr})
 	}
+	sources = append(sources, pci.New(pci.Options{SysfsRoot: opts.SysfsRoot, Now: opts.Now}))
 	if !opts.DCGMDisable {
 		a.dcgm = dcgm.New(dcgm.Options{Address: opts.DCGMAddress, Inventory: a.Inventory, Logger: log,
 			UpdateEvery: opts.Interval, Now: opts.Now})

@@ -36,6 +36,13 @@ type simAgent struct {
 
 func newSimAgent(t *testing.T, spec simhw.FleetSpec, mod func(*Options)) *simAgent {
 	t.Helper()
+	return newSimAgentWith(t, spec, nil, mod)
+}
+
+// newSimAgentWith is newSimAgent with before applied to the simulated node
+// before the agent starts (a fault present at boot).
+func newSimAgentWith(t *testing.T, spec simhw.FleetSpec, before func(*simhw.Node) error, mod func(*Options)) *simAgent {
+	t.Helper()
 	if spec.Root == "" {
 		spec.Root = t.TempDir()
 	}
@@ -48,6 +55,14 @@ func newSimAgent(t *testing.T, spec simhw.FleetSpec, mod func(*Options)) *simAge
 		t.Fatal(err)
 	}
 	n := f.Nodes()[0]
+	if before != nil {
+		if err := before(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Advance(0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	boot := n.Boot()
 	o := Options{
 		Node: n.Name(), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
@@ -155,7 +170,7 @@ func TestAgentHealthyNode(t *testing.T) {
 	s.step(0)
 	s.step(10 * time.Second)
 	fams := s.metrics()
-	for _, src := range []string{"nvml", "nvlink", "infiniband", "xid", "topology", "attribution", "health"} {
+	for _, src := range []string{"nvml", "nvlink", "pci", "infiniband", "xid", "topology", "attribution", "health"} {
 		if v, ok := value(fams, telemetry.MetricSourceUp, map[string]string{"source": src}); !ok || v != 1 {
 			code, b := s.get("/sources")
 			t.Errorf("source %s up = %v (present %v); /sources %d:\n%s", src, v, ok, code, b)
@@ -168,8 +183,9 @@ func TestAgentHealthyNode(t *testing.T) {
 		telemetry.DCGMFanSpeed:   "SXM modules have no fan",
 		telemetry.DCGMRetiredSBE: "Hopper remaps rows instead of retiring pages", telemetry.DCGMRetiredDBE: "", telemetry.DCGMRetiredPending: "",
 		telemetry.MetricXidErrorsTotal: "no Xid yet", "gpuwatch_xid_suppressed_lines_total": "no flood",
-		"gpuwatch_xid_kmsg_records_lost_total": "a file, not /dev/kmsg",
-		telemetry.MetricHealthCondition:        "healthy", telemetry.MetricHealthConditionsTotal: "healthy",
+		"gpuwatch_xid_kmsg_records_lost_total":  "a file, not /dev/kmsg",
+		telemetry.MetricNVSwitchSXidErrorsTotal: "no SXid yet",
+		telemetry.MetricHealthCondition:         "healthy", telemetry.MetricHealthConditionsTotal: "healthy",
 		telemetry.MetricTopologyNodeInfo: "no leaf/spine configured", telemetry.MetricGPUAllocationInfo: "no jobs on a fresh node",
 		telemetry.MetricIBHWStatisticTotal:        "simib writes no hw_counters",
 		telemetry.NodeIBPortDiscardsReceivedTotal: "mlx5 has no port_rcv_discards (the real H100 fixture neither)",

@@ -20,6 +20,19 @@
 // DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION field) overrides the per-Xid guess. Repeat
 // offenders escalate one step (see Rules.RepeatCount and Rules.RepeatGPUs).
 //
+// # The driver, the fabric and the NVSwitches
+//
+// gpu-count compares NVML's GPU count with the NVIDIA GPUs on the PCI bus (the pci
+// source) and with the most the node has had (ExpectedGPUs, else remembered in the
+// state file), and names the counts: "NVIDIA driver not loaded: 8 NVIDIA GPUs on
+// the PCI bus, NVML: …" when NVML did not start, "NVML sees 7 of the 8 …" when the
+// driver failed to initialise a GPU. fabric-manager is raised on the node while a
+// GPU with an NVLink fabric is not registered in it or its registration failed;
+// nvswitch-fatal on an NVSwitch for an SXid the driver printed as Fatal (the
+// engine is a collector.SXidSink), until every GPU has been reset or the node
+// rebooted; persistence-mode on a GPU whose persistence mode is off when
+// Options.RequirePersistenceMode says the site requires it.
+//
 // # How conditions clear
 //
 // Every condition kind has a clearing policy, chosen so that a flapping input does
@@ -28,7 +41,8 @@
 //   - counter rules (SBE rate, NVLink, InfiniBand and PCIe error rates, throttling):
 //     after Rules.ClearAfter with no growth above the threshold;
 //   - state rules (link down, port down, row remap pending, GPU lost, recovery
-//     action, PCIe degraded): after Rules.ClearCycles consecutive cycles in which
+//     action, PCIe degraded, GPU count, fabric, persistence mode): after
+//     Rules.ClearCycles consecutive cycles in which
 //     the input was read and good (a missing input is neither good nor bad);
 //   - Xids: an Xid whose catalog action is RESTART_APP or weaker stays for
 //     Rules.XidSticky after its last occurrence; a stronger ("fatal") one, and a new

@@ -30,9 +30,13 @@ type Options struct {
 	// Node is the node's name as the scheduler knows it; it names the targets of
 	// conditions and the Report.
 	Node string
-	// ExpectedGPUs is how many GPUs the node should have; 0 means as many as
-	// discovery saw (the most it has ever seen, when a state file remembers).
+	// ExpectedGPUs is how many GPUs the node should have; 0 means the most NVML
+	// discovery, NVML's count or the PCI bus has shown (remembered in the state
+	// file).
 	ExpectedGPUs int
+	// RequirePersistenceMode raises persistence-mode (warning) on a GPU whose
+	// persistence mode is off.
+	RequirePersistenceMode bool
 	// StateFile persists baselines, active conditions, states and Xid history;
 	// "" keeps them in memory only.
 	StateFile string
@@ -57,8 +61,8 @@ type Options struct {
 	Incidents func() []telemetry.Condition
 }
 
-// Engine is the node health engine. It is a collector.XidSink and a
-// collector.Deriver; Report may be called from any goroutine.
+// Engine is the node health engine. It is a collector.XidSink, a
+// collector.SXidSink and a collector.Deriver; Report may be called from any goroutine.
 type Engine struct {
 	opts  Options
 	rules Rules
@@ -68,6 +72,7 @@ type Engine struct {
 
 	qmu     sync.Mutex
 	queue   []collector.XidEvent
+	sxQueue []collector.SXidEvent
 	dropped uint64
 
 	mu       sync.Mutex
@@ -80,12 +85,15 @@ type Engine struct {
 	flaps    map[portKey][]time.Time
 	sources  map[string]*sourceTrack
 	raised   map[raisedKey]uint64
-	expected int // most GPUs discovery has seen
-	bootID   string
-	warnings []string
-	dirty    bool
-	lastSave time.Time
-	report   Report
+	expected int // most GPUs discovery, NVML or the PCI bus has shown
+	// sxidClearedAt is when nvswitch-fatal last cleared: SXids logged before it
+	// are history.
+	sxidClearedAt time.Time
+	bootID        string
+	warnings      []string
+	dirty         bool
+	lastSave      time.Time
+	report        Report
 
 	// Per-cycle scratch, reused.
 	obs     map[condKey]*observation
@@ -271,6 +279,8 @@ func (e *Engine) Derive(ctx context.Context, snap *collector.Snapshot, emit func
 	e.qmu.Lock()
 	events := e.queue
 	e.queue = nil
+	sxids := e.sxQueue
+	e.sxQueue = nil
 	dropped := e.dropped
 	e.qmu.Unlock()
 
@@ -292,12 +302,17 @@ func (e *Engine) Derive(ctx context.Context, snap *collector.Snapshot, emit func
 	}
 
 	e.scan(snap, now)
-	e.judgeGPUs(snap, now)
+	e.judgeGPUs(now)
+	e.judgeGPUCount(snap)
+	e.judgeFabric()
+	e.judgePersistence()
 	e.judgePorts(now)
 	e.judgeSources(snap, now)
 	e.judgeIncidents()
 	e.ingestXids(events, snap.Inventory, now)
 	e.judgeXids(now)
+	e.ingestSXids(sxids)
+	e.judgeNVSwitches()
 	e.apply(snap.Inventory, now)
 	e.updateStates(now)
 	e.buildReport(snap.Inventory, now, dropped)
@@ -545,6 +560,9 @@ func (e *Engine) emit(now time.Time, emit func(telemetry.Sample)) {
 			Value:  float64(g.State), Time: now})
 	}
 	emit(telemetry.Sample{Name: telemetry.MetricNodeHealthState, Value: float64(e.nodeSt.state), Time: now})
+	if want := e.wantGPUs(); want > 0 {
+		emit(telemetry.Sample{Name: telemetry.MetricNodeGPUs, Labels: expectedLabels, Value: float64(want), Time: now})
+	}
 	for _, c := range e.report.all {
 		emit(telemetry.Sample{Name: telemetry.MetricHealthCondition, Labels: conditionLabels(c), Value: 1, Time: now})
 	}
@@ -554,6 +572,9 @@ func (e *Engine) emit(now time.Time, emit func(telemetry.Sample)) {
 			Value:  float64(n), Time: now})
 	}
 }
+
+// expectedLabels label the GPU count the engine expects; shared, read-only.
+var expectedLabels = telemetry.NewLabels(telemetry.LabelSource, "expected")
 
 // conditionLabels are the labels of a gpuwatch_health_condition sample: every key of
 // the catalog but node (the exporter adds it), empty where the target's scope has

@@ -76,6 +76,9 @@ func newNode(filler bool) *node {
 		set(telemetry.DCGMClockThrottleReasons, 0x4) // SW power cap: normal
 		set(telemetry.DCGMThermalViolation, 4.2e12)
 		set(telemetry.DCGMPowerViolation, 9.9e13)
+		set(telemetry.DCGMPersistenceMode, 1)
+		set(telemetry.MetricGPUFabricState, 3) // completed
+		set(telemetry.MetricGPUFabricStatus, 0)
 		for l := 0; l < n.links; l++ {
 			li := strconv.Itoa(l)
 			set(telemetry.MetricNVLinkUp, 1, telemetry.LabelLink, li)
@@ -126,8 +129,9 @@ func newNode(filler bool) *node {
 			}
 		}
 	}
-	n.set(telemetry.MetricNodeGPUs, 8)
-	for _, s := range []string{"nvml", "dcgm", "nvlink", "infiniband", "xid", "topology"} {
+	n.count("nvml", 8)
+	n.count("pci", 8)
+	for _, s := range []string{"nvml", "dcgm", "nvlink", "infiniband", "xid", "topology", "pci"} {
 		n.sources = append(n.sources, collector.SourceStatus{Name: s, Up: true})
 	}
 	return n
@@ -155,6 +159,22 @@ func (n *node) add(name string, d float64, kv ...string) {
 		panic("no series " + sampleKey(name, kv))
 	}
 	s.Value += d
+}
+
+// count sets gpuwatch_node_gpus of a source: "nvml" or "pci".
+func (n *node) count(source string, v float64) {
+	n.set(telemetry.MetricNodeGPUs, v, telemetry.LabelSource, source)
+}
+
+// source sets a source's status: down with err, or up when err is "".
+func (n *node) source(name, err string) {
+	for i := range n.sources {
+		if n.sources[i].Name == name {
+			n.sources[i].Up, n.sources[i].Err = err == "", err
+			return
+		}
+	}
+	n.sources = append(n.sources, collector.SourceStatus{Name: name, Up: err == "", Err: err})
 }
 
 func (n *node) gpu(name string, g int, v float64) {

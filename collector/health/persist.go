@@ -37,6 +37,8 @@ type stateFile struct {
 	GPUs         map[string]savedGPU       `json:"gpus"`
 	Flaps        map[string][]time.Time    `json:"ib_flaps,omitempty"`
 	Raised       map[string]map[string]int `json:"raised,omitempty"` // condition → severity → count
+	// SXidClearedAt: SXids logged before it are history (nvswitch-fatal cleared).
+	SXidClearedAt time.Time `json:"sxid_cleared_at,omitzero"`
 }
 
 type savedCounter struct {
@@ -237,6 +239,9 @@ func (e *Engine) restore(sf *stateFile, now time.Time) {
 	}
 	for _, c := range sf.Conditions {
 		p, _ := parsePolicy(c.Policy)
+		if rebooted && c.Kind == telemetry.ConditionNVSwitchFatal {
+			continue // a reboot resets the NVSwitches, and the new kernel log starts empty
+		}
 		e.conds[condKey{c.Kind, c.Target}] = &active{c: c.Condition, policy: p, lastBad: c.LastBad, good: c.Good}
 	}
 	e.nodeSt = stateTrack{state: sf.NodeState.State, since: sf.NodeState.Since, probationSince: sf.NodeState.ProbationSince}
@@ -270,6 +275,7 @@ func (e *Engine) restore(sf *stateFile, now time.Time) {
 		}
 	}
 	e.expected = sf.ExpectedGPUs
+	e.sxidClearedAt = sf.SXidClearedAt
 	e.lastSave = now
 	if rebooted {
 		e.log.Info("health: the node rebooted since the state file was written: every GPU counts as reset")
@@ -281,7 +287,8 @@ func (e *Engine) restore(sf *stateFile, now time.Time) {
 func (e *Engine) snapshotState(now time.Time) *stateFile {
 	sf := &stateFile{
 		Version: StateVersion, Node: string(e.node), BootID: e.bootID, Saved: now, ExpectedGPUs: e.expected,
-		Counters: make(map[string]savedCounter, len(e.counters)), Gauges: make(map[string]float64, len(e.gauges)),
+		SXidClearedAt: e.sxidClearedAt,
+		Counters:      make(map[string]savedCounter, len(e.counters)), Gauges: make(map[string]float64, len(e.gauges)),
 		Conditions: make([]savedCondition, 0, len(e.conds)), GPUs: make(map[string]savedGPU, len(e.gpus)),
 		NodeState: savedTrack{State: e.nodeSt.state, Since: e.nodeSt.since, ProbationSince: e.nodeSt.probationSince},
 	}

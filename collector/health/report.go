@@ -83,6 +83,7 @@ func (r Report) Drain() bool { return !r.State.Schedulable() }
 //
 //	gpuwatch: xid79 gpu=GPU-5c3f… action=RESTART_BM
 //	gpuwatch: ib-down port=mlx5_3/1 action=CHECK_MECHANICALS +2 more
+//	gpuwatch: gpu-count action=RESTART_BM (NVML sees 7 of the 8 NVIDIA GPUs on the PCI bus)
 //
 // A node without a warning reads "gpuwatch: healthy" (or its state).
 func (r Report) Summary() string {
@@ -123,6 +124,10 @@ func (r Report) Summary() string {
 	}
 	if c.Action != telemetry.ActionNone {
 		b.WriteString(" action=" + string(c.Action))
+	}
+	if c.Kind == telemetry.ConditionGPUCount {
+		// The counts are the reason: "NVML sees 7 of the 8 NVIDIA GPUs on the PCI bus".
+		b.WriteString(" (" + c.Message + ")")
 	}
 	tail := ""
 	if n := len(worst) - 1; n > 0 {

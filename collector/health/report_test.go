@@ -90,7 +90,7 @@ func TestAzureH100Checks(t *testing.T) {
 		t.Fatalf("Azure's healthy node: %+v", r.AllConditions())
 	}
 	h.node.port(telemetry.NodeIBRateBytesPerSecond, 5, 200e9/8) // trained down to HDR
-	h.node.set(telemetry.MetricNodeGPUs, float64(gpus-1))
+	h.node.count("nvml", float64(gpus-1))
 	r := h.cycles(1)
 	c, ok := find(r, telemetry.ConditionIBDegraded, testNode+"/mlx5_5/port1")
 	if !ok || !strings.Contains(c.Message, "200 Gb/s, 400 Gb/s") {

@@ -20,6 +20,8 @@ type gpuCycle struct {
 	genCur, genMax              float64
 	widthCur, widthMax          float64
 	util, procs, reasons        float64
+	fabricState, fabricStatus   float64
+	persistence                 float64
 	volReset                    bool
 }
 
@@ -28,7 +30,8 @@ var nan = math.NaN()
 func (g *gpuCycle) reset() {
 	*g = gpuCycle{lost: nan, recovery: nan, remapPending: nan, remapFailure: nan,
 		retiredPending: nan, remappedUnc: nan, retiredSBE: nan, retiredDBE: nan,
-		genCur: nan, genMax: nan, widthCur: nan, widthMax: nan, util: nan, procs: nan, reasons: nan}
+		genCur: nan, genMax: nan, widthCur: nan, widthMax: nan, util: nan, procs: nan, reasons: nan,
+		fabricState: nan, fabricStatus: nan, persistence: nan}
 }
 
 // portCycle holds one InfiniBand port's gauges of the current cycle.
@@ -172,6 +175,18 @@ func (e *Engine) scan(snap *collector.Snapshot, now time.Time) {
 		case telemetry.DCGMClockThrottleReasons:
 			if _, g := e.gpuOf(s); g != nil {
 				g.reasons = s.Value
+			}
+		case telemetry.MetricGPUFabricState:
+			if _, g := e.gpuOf(s); g != nil {
+				g.fabricState = s.Value
+			}
+		case telemetry.MetricGPUFabricStatus:
+			if _, g := e.gpuOf(s); g != nil {
+				g.fabricStatus = s.Value
+			}
+		case telemetry.DCGMPersistenceMode:
+			if _, g := e.gpuOf(s); g != nil {
+				g.persistence = s.Value
 			}
 
 		// GPU counters.
@@ -400,7 +415,7 @@ func (e *Engine) judgePorts(now time.Time) {
 
 // judgeGPUs applies the per-GPU gauge rules, finds resets, and raises the conditions
 // that wait for one.
-func (e *Engine) judgeGPUs(snap *collector.Snapshot, now time.Time) {
+func (e *Engine) judgeGPUs(now time.Time) {
 	r := &e.rules
 	anyLost := false
 	for i := range e.gcyc {
@@ -517,26 +532,6 @@ func (e *Engine) judgeGPUs(snap *collector.Snapshot, now time.Time) {
 			ev(telemetry.ConditionPowerThrottle, hwPowerBrake, "power brake")
 			ev(telemetry.ConditionClockThrottle, hwSlowdown, "hardware slowdown")
 		}
-	}
-
-	// GPU count: fewer than expected is a GPU missing from the bus. Its action is
-	// the catalog's for Xid 79 (GPU fallen off the bus).
-	nodeT := telemetry.NodeTarget(e.node)
-	want := e.opts.ExpectedGPUs
-	if want == 0 {
-		want = e.expected
-	}
-	for i := range snap.Samples {
-		s := &snap.Samples[i]
-		if s.Name != telemetry.MetricNodeGPUs {
-			continue
-		}
-		if want > 0 && s.Value < float64(want) {
-			e.observe(e.cond(telemetry.ConditionGPUCount, nodeT, telemetry.SeverityCritical, xid79, fmt.Sprintf("%g GPUs visible, %d expected", s.Value, want), "series", s.Name, "value", fmtF(s.Value), "expected", itoa(want), "rule", "gpu_count"), policyState)
-		} else {
-			e.good(telemetry.ConditionGPUCount, nodeT)
-		}
-		break
 	}
 }
 

@@ -46,51 +46,13 @@ const (
 )
 
 // classify returns an Xid's own action and, for NVLink5 Xids 144–150, the decode of
-// its registers.
+// its registers (telemetry.ClassifyXid, with the node's driver branch).
 func (e *Engine) classify(code int, msg string) (a telemetry.Action, decoded string, unknown bool) {
-	info, ok := telemetry.LookupXid(code)
-	if !ok {
+	a, decoded, known := telemetry.ClassifyXid(code, msg, telemetry.DriverMajor(e.driver))
+	if !known {
 		return unknownXidAction, "", true
 	}
-	a = info.Action
-	switch info.Workflow {
-	case telemetry.XidWorkflowNVLink5:
-		intr, status, err := telemetry.ParseNVLink5Registers(msg)
-		if err != nil {
-			return a, "", false
-		}
-		ms := telemetry.DecodeNVLink5(code, telemetry.NVLink5FormatForDriver(driverMajor(e.driver)), intr, status)
-		if len(ms) == 0 {
-			return a, fmt.Sprintf("intrinfo 0x%x errorstatus 0x%x: no decode row, catalog action %s", intr, status, a), false
-		}
-		da := telemetry.ActionNone
-		var parts []string
-		for _, m := range ms {
-			da = da.Max(m.Action)
-			p := m.Decode.Subcode + " " + strings.TrimSpace(m.Decode.Severity) + " → " + m.Bucket
-			if !slices.Contains(parts, p) {
-				parts = append(parts, p)
-			}
-		}
-		return da, strings.Join(parts, "; "), false
-	case telemetry.XidWorkflowXid154:
-		_, to, err := telemetry.ParseXid154(msg)
-		if err != nil {
-			return telemetry.ActionNone, "", false
-		}
-		return to.Action(), "driver recovery action: " + to.String(), false
-	}
-	return a, "", false
-}
-
-// driverMajor reads 570 from "570.133.20"; 0 when unknown.
-func driverMajor(v string) int {
-	head, _, _ := strings.Cut(v, ".")
-	n, err := strconv.Atoi(head)
-	if err != nil {
-		return 0
-	}
-	return n
+	return a, decoded, false
 }
 
 // ingestXids files the events received since the last cycle as incidents.

@@ -2,7 +2,11 @@
 // node's collector.Inventory), the dcgm-exporter default GPU series read straight
 // from NVML (Source.Collect), the health-critical series on the short schedule
 // (Source.CollectHealth: ECC, retired pages, remapped rows, the driver's recovery
-// action, gpuwatch_gpu_lost) and NVML Xid events (Source.WatchEvents).
+// action, gpuwatch_gpu_lost) and NVML Xid events (Source.WatchEvents). The full
+// schedule also reads NVML's device count (gpuwatch_node_gpus{source="nvml"}) and
+// each GPU's NVLink fabric registration (gpuwatch_gpu_fabric_state and _status,
+// where NVML has one). When NVML does not start, InitError says why in words and
+// Unavailable stands in for the source: it reports the error and NVML's count as 0.
 //
 // It reads the hardware only through go-nvml's nvml.Interface and nvml.Device, so
 // the same code runs against libnvidia-ml.so and collector/simhw.

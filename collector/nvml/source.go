@@ -176,6 +176,7 @@ const (
 	rdMIG
 	rdVirt
 	rdLicense
+	rdFabric
 	rdViolation // six bits, one per policy
 )
 
@@ -258,17 +259,22 @@ func (p *pass) i(bit int, call, name string, f func() (int, gonvml.Return)) {
 // Collect emits the full-schedule series: every DCGM_FI_* series of source nvml
 // but the health ones, gpuwatch_gpu_info and gpuwatch_node_gpus.
 func (s *Source) Collect(ctx context.Context, emit func(telemetry.Sample)) error {
+	now := s.opts.Now()
+	count := len(s.gpus)
+	if s.lib == nil {
+		return collector.ErrNoDevices
+	}
+	if n, r := s.lib.DeviceGetCount(); r == gonvml.SUCCESS {
+		count = n
+	}
+	// The count goes out even when NVML lists no GPU: that is the reading a
+	// node whose driver failed to initialise every GPU gives.
+	emit(telemetry.Sample{Name: telemetry.MetricNodeGPUs, Labels: countLabels, Value: float64(count), Time: now})
 	if len(s.gpus) == 0 {
 		return collector.ErrNoDevices
 	}
 	s.fullCycles++
 	reprobe := s.opts.Reprobe > 0 && s.fullCycles%s.opts.Reprobe == 0
-	now := s.opts.Now()
-	count := len(s.gpus)
-	if n, r := s.lib.DeviceGetCount(); r == gonvml.SUCCESS {
-		count = n
-	}
-	emit(telemetry.Sample{Name: telemetry.MetricNodeGPUs, Value: float64(count), Time: now})
 	var errs []error
 	for _, g := range s.gpus {
 		emit(telemetry.Sample{Name: telemetry.MetricGPUInfo, Labels: g.infoLabels, Value: 1, Time: now})
@@ -386,6 +392,29 @@ func collectGPU(p *pass, dev gonvml.Device) {
 		}
 	}
 	collectLicense(p, dev)
+	collectFabric(p, dev)
+}
+
+// collectFabric emits the GPU's NVLink fabric registration where NVML has one
+// (Hopper and later on NVSwitch systems; elsewhere NOT_SUPPORTED or state
+// NOT_SUPPORTED, and nothing is emitted). The status is the registration's
+// result and means something only once the state is COMPLETED.
+func collectFabric(p *pass, dev gonvml.Device) {
+	if p.skip(rdFabric) {
+		return
+	}
+	f, r := dev.GetGpuFabricInfo()
+	if !p.ok(rdFabric, "GetGpuFabricInfo", r) {
+		return
+	}
+	if f.State == gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED {
+		*p.ns |= 1 << rdFabric
+		return
+	}
+	p.put(telemetry.MetricGPUFabricState, float64(f.State))
+	if f.State == gonvml.GPU_FABRIC_STATE_COMPLETED {
+		p.put(telemetry.MetricGPUFabricStatus, float64(f.Status))
+	}
 }
 
 // collectMemory emits the framebuffer series in MiB. nvmlMemory_v2 reports the
@@ -451,6 +480,9 @@ func collectLicense(p *pass, dev gonvml.Device) {
 	}
 	p.put(telemetry.DCGMVGPULicenseStatus, enabled(licensed))
 }
+
+// countLabels labels NVML's GPU count; shared, read-only.
+var countLabels = telemetry.NewLabels(telemetry.LabelSource, string(telemetry.SourceNVML))
 
 func enabled(b bool) float64 {
 	if b {

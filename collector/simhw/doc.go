@@ -86,14 +86,20 @@
 // its offset. Kinds: xid (13, 31, 43, 48, 62, 63, 64, 74, 79, 94, 95, 119, 120,
 // 154 with their side effects; any other number just logs and delivers), gpu-lost,
 // ecc-dbe, ecc-sbe-storm, row-remap-pending, row-remap-failure, thermal, power,
-// nvlink-down, nvlink-crc, ib-down, ib-flap, ib-symbol-errors and recover.
-// Optional fields: link, hca, port, count, duration, temp, watts, action.
+// nvlink-down, nvlink-crc, ib-down, ib-flap, ib-symbol-errors, driver-not-loaded
+// (NVML's Init answers ERROR_DRIVER_NOT_LOADED), gpu-missing (the driver failed
+// to initialise a GPU: NVML lists one less, the PCI bus still has it),
+// fabric-manager (GPU fabric state not started), sxid (an NVSwitch error in the
+// kernel log; a fatal one takes the NVLink on that switch port down),
+// persistence-mode-off and recover. Optional fields: link, hca, port, count,
+// duration, temp, watts, action, sxid, nvswitch.
 // docs/faults.md has the format, an example and each kind's observable effects.
 //
 // # Files
 //
 // With FleetSpec.Root set, every Advance writes each node's view of the world under
-// <Root>/<node>: sys/ (the InfiniBand sysfs tree; Node.SysRoot), kmsg.log (the
+// <Root>/<node>: sys/ (the InfiniBand sysfs tree and the PCI tree of bridges,
+// GPUs and NVSwitches under devices/ and bus/pci/devices/; Node.SysRoot), kmsg.log (the
 // kernel log in /dev/kmsg format, appended; Node.KmsgPath) and, from StartJob,
 // proc/<pid>/cgroup in Slurm's cgroup v2 form
 // (0::/system.slice/slurmstepd.scope/job_<id>/step_0/user/task_0) and

@@ -31,6 +31,11 @@ const (
 	FaultIBDown          FaultKind = "ib-down"
 	FaultIBFlap          FaultKind = "ib-flap"
 	FaultIBSymbolErrors  FaultKind = "ib-symbol-errors"
+	FaultDriverNotLoaded FaultKind = "driver-not-loaded"
+	FaultGPUMissing      FaultKind = "gpu-missing"
+	FaultFabricManager   FaultKind = "fabric-manager"
+	FaultSXid            FaultKind = "sxid"
+	FaultPersistenceOff  FaultKind = "persistence-mode-off"
 	FaultRecover         FaultKind = "recover"
 )
 
@@ -38,7 +43,8 @@ const (
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultXid, FaultGPULost, FaultECCDBE, FaultECCSBEStorm, FaultRowRemapPending,
 		FaultRowRemapFailure, FaultThermal, FaultPower, FaultNVLinkDown, FaultNVLinkCRC, FaultIBDown,
-		FaultIBFlap, FaultIBSymbolErrors, FaultRecover}
+		FaultIBFlap, FaultIBSymbolErrors, FaultDriverNotLoaded, FaultGPUMissing, FaultFabricManager, FaultSXid,
+		FaultPersistenceOff, FaultRecover}
 }
 
 // AllGPUs as Fault.GPU makes a fault node-level: thermal, power and recover then
@@ -80,6 +86,10 @@ type Fault struct {
 	// Action is the recovery action Xid 154 announces: none, gpu-reset,
 	// node-reboot, drain-p2p or drain-and-reset (default gpu-reset).
 	Action string
+	// SXid is the NVSwitch error of kind sxid (one of simkmsg.KnownSXids);
+	// NVSwitch is the switch (0-based, in PCI order) and Link its port.
+	SXid     int
+	NVSwitch int
 }
 
 // Xids NVML does not deliver as events: they reach only the kernel log (see the
@@ -120,15 +130,18 @@ func recoveryRank(a nvml.DeviceGpuRecoveryAction) int {
 // kinds that allow it, AllGPUs).
 func (k FaultKind) gpuLevel() bool {
 	switch k {
-	case FaultIBDown, FaultIBFlap, FaultIBSymbolErrors:
+	case FaultIBDown, FaultIBFlap, FaultIBSymbolErrors, FaultDriverNotLoaded, FaultSXid:
 		return false
 	}
 	return true
 }
 
+// nodeOnly reports whether a kind acts on the node and takes no GPU at all.
+func (k FaultKind) nodeOnly() bool { return k == FaultDriverNotLoaded || k == FaultSXid }
+
 // allowsAllGPUs reports whether a GPU-level kind may omit the GPU.
 func (k FaultKind) allowsAllGPUs() bool {
-	return k == FaultThermal || k == FaultPower || k == FaultRecover
+	return k == FaultThermal || k == FaultPower || k == FaultRecover || k == FaultFabricManager || k == FaultPersistenceOff
 }
 
 func (k FaultKind) valid() bool { return slices.Contains(FaultKinds(), k) }
@@ -140,6 +153,8 @@ func (n *Node) check(f *Fault) error {
 	}
 	nG := len(n.gpus)
 	switch {
+	case f.Kind.nodeOnly() && f.GPU != AllGPUs:
+		return fmt.Errorf("kind %s acts on the node: it takes no gpu", f.Kind)
 	case f.GPU == AllGPUs:
 		if f.Kind.gpuLevel() && !f.Kind.allowsAllGPUs() {
 			return fmt.Errorf("kind %s needs gpu", f.Kind)
@@ -179,8 +194,34 @@ func (n *Node) check(f *Fault) error {
 	case FaultIBDown, FaultIBFlap, FaultIBSymbolErrors:
 		_, err := n.ibPorts(f)
 		return err
+	case FaultSXid:
+		if _, ok := simkmsg.LookupSXid(f.SXid); !ok {
+			return fmt.Errorf("sxid %d: want one the simulator knows (%s)", f.SXid, sxidList())
+		}
+		if f.NVSwitch < 0 || f.NVSwitch >= len(n.shape.NVSwitchBus) {
+			return fmt.Errorf("nvswitch %d out of range (0-%d)", f.NVSwitch, len(n.shape.NVSwitchBus)-1)
+		}
+		if f.Link < 0 || f.Link > 63 {
+			return fmt.Errorf("link %d: want an NVSwitch port 0-63", f.Link)
+		}
+	case FaultFabricManager:
+		if !n.shape.FabricInfo {
+			return fmt.Errorf("kind %s: the %s shape has no NVML GPU fabric state (Hopper and later)", f.Kind, n.shape.Name)
+		}
 	}
 	return nil
+}
+
+func sxidList() string {
+	var s []string
+	for _, x := range simkmsg.KnownSXids {
+		sev := "non-fatal"
+		if x.Fatal {
+			sev = "fatal"
+		}
+		s = append(s, fmt.Sprintf("%d %s", x.Code, sev))
+	}
+	return strings.Join(s, ", ")
 }
 
 func (n *Node) checkLink(f *Fault) error {
@@ -274,16 +315,39 @@ func (n *Node) hcaByName(s string) *simib.HCA {
 //     replay and recovery errors alongside.
 //   - ib-down, ib-flap, ib-symbol-errors: the port goes down (for Duration), flaps
 //     Count times, or counts Count symbol errors.
+//   - driver-not-loaded: the NVIDIA kernel module did not load: NVML's Init
+//     answers ERROR_DRIVER_NOT_LOADED (a library already initialised keeps
+//     working, as the module cannot be unloaded under it); the PCI bus still
+//     shows every GPU.
+//   - gpu-missing: the driver failed to initialise the GPU (RmInitAdapter
+//     failed, in the log): NVML's device count drops by one and the GPUs after
+//     it move up an index; the PCI bus still shows it.
+//   - fabric-manager: the GPU (every GPU when GPU is AllGPUs) is not registered
+//     in the NVLink fabric: GPU fabric state NOT_STARTED, as while the fabric
+//     manager is down (Hopper shapes only).
+//   - sxid: the NVSwitch driver logs SXid on NVSwitch's port Link, with its
+//     detail lines; a fatal one takes the GPU NVLink on that port down.
+//   - persistence-mode-off: persistence mode reads disabled.
 //   - recover: a GPU reset (every GPU and InfiniBand port for a node-level recover):
 //     lost and hung GPUs answer again, the recovery action clears, clocks return,
 //     pending remaps take effect, volatile ECC counts clear, NVLinks retrain,
-//     storms stop. Aggregate counters never go back.
+//     storms stop, a missing GPU is initialised, the fabric registration
+//     completes, persistence mode is on again; a node-level recover also loads
+//     the driver. Aggregate counters never go back.
 func (n *Node) Inject(f Fault) error {
 	if err := n.check(&f); err != nil {
 		return fmt.Errorf("inject %s on %s: %w", f.Kind, n.name, err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	switch f.Kind {
+	case FaultDriverNotLoaded:
+		n.driverUnloaded = true
+		return nil
+	case FaultSXid:
+		n.injectSXid(f)
+		return nil
+	}
 	if !f.Kind.gpuLevel() {
 		n.injectIB(f)
 		return nil
@@ -296,6 +360,7 @@ func (n *Node) Inject(f Fault) error {
 		n.injectGPU(g, f)
 	}
 	if f.Kind == FaultRecover && f.GPU == AllGPUs {
+		n.driverUnloaded = false
 		for _, h := range n.hcas {
 			for _, p := range h.Ports {
 				p.SetDown(false)
@@ -361,8 +426,38 @@ func (n *Node) injectGPU(g *gpu, f Fault) {
 			d = time.Minute
 		}
 		g.links[f.Link].crcStorm = newSpread(count, d)
+	case FaultGPUMissing:
+		if !g.hidden {
+			g.hidden, g.stalled = true, true
+			n.kmsg.GPUInitFailed(now, sysfsAddr(g.bus), g.index)
+		}
+	case FaultFabricManager:
+		g.fabricDown = true
+	case FaultPersistenceOff:
+		g.persistenceOff = true
 	case FaultRecover:
 		n.resetGPU(g)
+	}
+}
+
+// injectSXid logs an NVSwitch error; a fatal one takes the GPU NVLink wired to
+// that switch port down until the GPU is reset. The caller holds the lock.
+func (n *Node) injectSXid(f Fault) {
+	s, _ := simkmsg.LookupSXid(f.SXid) // checked by Inject
+	n.kmsg.NVSwitchError(n.now, f.NVSwitch, sysfsAddr(n.shape.NVSwitchBus[f.NVSwitch]), s, f.Link)
+	if !s.Fatal {
+		return
+	}
+	for _, g := range n.gpus {
+		for i := range g.links {
+			l := &g.links[i]
+			if l.sw == f.NVSwitch && int(l.port) == f.Link {
+				if l.active {
+					l.recovery++
+				}
+				l.active, l.downUntil = false, time.Time{}
+			}
+		}
 	}
 }
 

@@ -461,6 +461,128 @@ func TestFaults(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:  "driver-not-loaded: NVML does not start; a node-level recover loads the driver",
+			steps: []Fault{{GPU: AllGPUs, Kind: FaultDriverNotLoaded}},
+			check: func(t *testing.T, e *faultEnv) {
+				lib := e.node.NVML()
+				if r := lib.Init(); r != nvml.ERROR_DRIVER_NOT_LOADED {
+					t.Errorf("Init = %v, want ERROR_DRIVER_NOT_LOADED", r)
+				}
+				// The library the test initialised before the fault keeps working:
+				// the module cannot be unloaded under it.
+				if n := get(e.lib.DeviceGetCount()).must(t, "count"); n != 8 {
+					t.Errorf("count = %d", n)
+				}
+				if err := e.node.Inject(Fault{GPU: AllGPUs, Kind: FaultRecover}); err != nil {
+					t.Fatal(err)
+				}
+				if r := lib.Init(); r != nvml.SUCCESS {
+					t.Errorf("Init after recover = %v", r)
+				}
+				lib.Shutdown()
+			},
+		},
+		{
+			name:  "gpu-missing: NVML lists one GPU less, the rest move up, the log says why",
+			steps: []Fault{gpu2(Fault{Kind: FaultGPUMissing})},
+			check: func(t *testing.T, e *faultEnv) {
+				if n := get(e.lib.DeviceGetCount()).must(t, "count"); n != 7 {
+					t.Errorf("count = %d, want 7", n)
+				}
+				d2 := device(t, e.lib, 2)
+				if u := get(d2.GetUUID()).must(t, "uuid"); u != get(e.dev[3].GetUUID()).must(t, "uuid") {
+					t.Errorf("index 2 is %s, want the GPU that was index 3", u)
+				}
+				if i := get(d2.GetIndex()).must(t, "index"); i != 2 {
+					t.Errorf("GetIndex = %d", i)
+				}
+				if m := get(d2.GetMinorNumber()).must(t, "minor"); m != 3 {
+					t.Errorf("minor = %d, want 3 (/dev/nvidia3 keeps its number)", m)
+				}
+				if _, r := e.lib.DeviceGetHandleByUUID(get(e.dev[2].GetUUID()).must(t, "uuid")); r != nvml.ERROR_NOT_FOUND {
+					t.Errorf("missing GPU by UUID: %v", r)
+				}
+				if _, r := e.lib.DeviceGetHandleByIndex(7); r != nvml.ERROR_INVALID_ARGUMENT {
+					t.Errorf("index 7: %v", r)
+				}
+				for _, x := range []string{"NVRM: GPU 0000:3a:00.0: RmInitAdapter failed!", "rm_init_adapter failed, device minor number 2"} {
+					if !strings.Contains(e.kmsg, x) {
+						t.Errorf("kernel log lacks %q:\n%s", x, e.kmsg)
+					}
+				}
+				if err := e.node.Inject(gpu2(Fault{Kind: FaultRecover})); err != nil {
+					t.Fatal(err)
+				}
+				if n := get(e.lib.DeviceGetCount()).must(t, "count"); n != 8 {
+					t.Errorf("count after recover = %d", n)
+				}
+			},
+		},
+		{
+			name:  "fabric-manager: every GPU out of the NVLink fabric until recover",
+			steps: []Fault{{GPU: AllGPUs, Kind: FaultFabricManager}},
+			check: func(t *testing.T, e *faultEnv) {
+				for i, d := range e.dev {
+					if fi := get(d.GetGpuFabricInfo()).must(t, "fabric"); fi.State != nvml.GPU_FABRIC_STATE_NOT_STARTED {
+						t.Errorf("GPU %d fabric state %d, want not started", i, fi.State)
+					}
+				}
+				if err := e.node.Inject(Fault{GPU: AllGPUs, Kind: FaultRecover}); err != nil {
+					t.Fatal(err)
+				}
+				if fi := get(e.dev[0].GetGpuFabricInfo()).must(t, "fabric"); fi.State != nvml.GPU_FABRIC_STATE_COMPLETED || fi.Status != 0 {
+					t.Errorf("after recover: %+v", fi)
+				}
+			},
+		},
+		{
+			name:  "persistence-mode-off on one GPU",
+			steps: []Fault{gpu2(Fault{Kind: FaultPersistenceOff})},
+			check: func(t *testing.T, e *faultEnv) {
+				for i, d := range e.dev {
+					want := nvml.FEATURE_ENABLED
+					if i == 2 {
+						want = nvml.FEATURE_DISABLED
+					}
+					if m := get(d.GetPersistenceMode()).must(t, "pm"); m != want {
+						t.Errorf("GPU %d persistence %v, want %v", i, m, want)
+					}
+				}
+			},
+		},
+		{
+			name: "sxid: fatal takes the NVLink on that switch port down, non-fatal only logs",
+			steps: []Fault{{GPU: AllGPUs, Kind: FaultSXid, SXid: 20009, NVSwitch: 1, Link: 4},
+				{GPU: AllGPUs, Kind: FaultSXid, SXid: 20034, NVSwitch: 1, Link: 9}},
+			check: func(t *testing.T, e *faultEnv) {
+				for _, x := range []string{
+					"nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short Error Rate",
+					"nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 09 LTSSM Fault Up",
+					"nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Severity 1 Engine instance 09 Sub-engine instance 00",
+				} {
+					if !strings.Contains(e.kmsg, x) {
+						t.Errorf("kernel log lacks %q:\n%s", x, e.kmsg)
+					}
+				}
+				// H100: 4 links of each GPU on switch 1 (links 5-8), ports numbered
+				// per switch in GPU order: port 9 is GPU 2's second link there (6).
+				down := 0
+				for i, d := range e.dev {
+					for l := 0; l < 18; l++ {
+						if st := get(d.GetNvLinkState(l)).must(t, "state"); st != nvml.FEATURE_ENABLED {
+							down++
+							if i != 2 || l != 6 {
+								t.Errorf("GPU %d link %d down", i, l)
+							}
+						}
+					}
+				}
+				if down != 1 {
+					t.Errorf("%d links down, want 1", down)
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

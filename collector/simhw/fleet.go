@@ -281,8 +281,11 @@ type Node struct {
 	nextPID  int
 	sets     []*eventSet
 	ibFaults []*ibFault
-	advanced chan struct{} // closed and replaced when the node advances
-	waited   bool          // someone holds advanced
+	// driverUnloaded: the NVIDIA kernel module is not loaded (driver-not-loaded):
+	// NVML's Init fails until a node-level recover.
+	driverUnloaded bool
+	advanced       chan struct{} // closed and replaced when the node advances
+	waited         bool          // someone holds advanced
 
 	server *Server
 	kmsg   *simkmsg.Log

@@ -86,6 +86,14 @@ type gpu struct {
 	thermal   timedLevel // forced temperature floor in °C
 	power     timedLevel // power-brake cap in W
 	sbeStorm  spread
+	// hidden: the driver failed to initialise the GPU (gpu-missing): NVML does
+	// not list it, the PCI bus still shows it.
+	hidden bool
+	// fabricDown: the GPU is not registered in the NVLink fabric (the fabric
+	// manager is down): GPU fabric state NOT_STARTED.
+	fabricDown bool
+	// persistenceOff: persistence mode disabled (persistence-mode-off).
+	persistenceOff bool
 }
 
 // nvlink is one NVLink of a GPU, wired to a port of an NVSwitch.
@@ -366,6 +374,7 @@ func (g *gpu) eccTotal(t nvml.MemoryErrorType, c nvml.EccCounterType) uint64 {
 // and the InfoROM's remap-failure flag survive, as on real hardware.
 func (g *gpu) reset() {
 	g.lost, g.hung, g.hangUntil, g.stalled = false, false, time.Time{}, false
+	g.hidden, g.fabricDown, g.persistenceOff = false, false, false
 	g.recovery = nvml.GPU_RECOVERY_ACTION_NONE
 	g.thermal, g.power = timedLevel{}, timedLevel{}
 	g.sbeStorm = spread{}

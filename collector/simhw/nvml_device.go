@@ -103,11 +103,18 @@ func (d *Device) GetIndex() (int, nvml.Return) {
 	if r := d.check(false); r != nvml.SUCCESS {
 		return 0, r
 	}
-	return d.g.index, nvml.SUCCESS
+	return d.srv.index(d), nvml.SUCCESS
 }
 
-// GetMinorNumber returns the /dev/nvidiaN minor number.
-func (d *Device) GetMinorNumber() (int, nvml.Return) { return d.GetIndex() }
+// GetMinorNumber returns the /dev/nvidiaN minor number: the GPU's place on the
+// board, which a GPU the driver failed to initialise keeps.
+func (d *Device) GetMinorNumber() (int, nvml.Return) {
+	defer d.rlock().mu.RUnlock()
+	if r := d.check(false); r != nvml.SUCCESS {
+		return 0, r
+	}
+	return d.g.index, nvml.SUCCESS
+}
 
 // GetModuleId returns the HGX baseboard module id (1-based).
 func (d *Device) GetModuleId() (int, nvml.Return) {
@@ -216,11 +223,15 @@ func (d *Device) GetGspFirmwareMode() (bool, bool, nvml.Return) {
 	return true, true, nvml.SUCCESS
 }
 
-// GetPersistenceMode reports persistence mode enabled, as on any managed node.
+// GetPersistenceMode reports persistence mode enabled, as on any managed node,
+// unless a persistence-mode-off fault disabled it.
 func (d *Device) GetPersistenceMode() (nvml.EnableState, nvml.Return) {
 	defer d.rlock().mu.RUnlock()
 	if r := d.check(false); r != nvml.SUCCESS {
 		return 0, r
+	}
+	if d.g.persistenceOff {
+		return nvml.FEATURE_DISABLED, nvml.SUCCESS
 	}
 	return nvml.FEATURE_ENABLED, nvml.SUCCESS
 }
@@ -942,8 +953,8 @@ func (d *Device) GetNvLinkUtilizationCounter(l int, counter int) (uint64, uint64
 }
 
 // GetGpuFabricInfo reports the GPU's NVLink fabric registration: state completed,
-// with the cluster UUID and clique id of its NVLink domain. Hopper only; A100
-// answers ERROR_NOT_SUPPORTED.
+// with the cluster UUID and clique id of its NVLink domain, or not started while a
+// fabric-manager fault holds. Hopper only; A100 answers ERROR_NOT_SUPPORTED.
 func (d *Device) GetGpuFabricInfo() (nvml.GpuFabricInfo, nvml.Return) {
 	defer d.rlock().mu.RUnlock()
 	if r := d.check(true); r != nvml.SUCCESS {
@@ -953,6 +964,11 @@ func (d *Device) GetGpuFabricInfo() (nvml.GpuFabricInfo, nvml.Return) {
 		return nvml.GpuFabricInfo{}, nvml.ERROR_NOT_SUPPORTED
 	}
 	n := d.node()
+	if d.g.fabricDown {
+		// Never registered: the fabric manager is not running. The status is
+		// valid only once the state is completed.
+		return nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_NOT_STARTED, Status: uint32(nvml.ERROR_NOT_READY)}, nvml.SUCCESS
+	}
 	return nvml.GpuFabricInfo{
 		ClusterUuid: n.clusterUUID,
 		Status:      uint32(nvml.SUCCESS),

@@ -27,6 +27,33 @@ type Server struct {
 	ext     *mock.ExtendedInterface
 }
 
+// visible returns the devices NVML lists, in index order: every GPU the driver
+// initialised (a gpu-missing GPU is left out, as one whose RmInitAdapter
+// failed). The caller holds the node's lock.
+func (s *Server) visible() []*Device {
+	out := s.devices[:0:0]
+	for _, d := range s.devices {
+		if !d.g.hidden {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// index returns d's NVML index: its place among the visible devices.
+func (s *Server) index(d *Device) int {
+	i := 0
+	for _, o := range s.devices {
+		if o == d {
+			return i
+		}
+		if !o.g.hidden {
+			i++
+		}
+	}
+	return i
+}
+
 var _ nvml.Interface = (*Server)(nil)
 
 func newServer(n *Node) *Server {
@@ -46,8 +73,15 @@ func (s *Server) ready() nvml.Return {
 	return nvml.SUCCESS
 }
 
-// Init initializes the library.
+// Init initializes the library; with a driver-not-loaded fault it answers
+// ERROR_DRIVER_NOT_LOADED, as libnvidia-ml.so does without the kernel module.
 func (s *Server) Init() nvml.Return {
+	s.node.mu.RLock()
+	unloaded := s.node.driverUnloaded
+	s.node.mu.RUnlock()
+	if unloaded {
+		return nvml.ERROR_DRIVER_NOT_LOADED
+	}
 	s.inits.Add(1)
 	return nvml.SUCCESS
 }
@@ -141,23 +175,30 @@ func (s *Server) SystemGetTopologyGpuSet(cpu int) ([]nvml.Device, nvml.Return) {
 }
 
 // DeviceGetCount returns the number of GPUs. A lost GPU still counts: the driver
-// keeps its handle, and calls on it answer ERROR_GPU_IS_LOST.
+// keeps its handle, and calls on it answer ERROR_GPU_IS_LOST. A GPU the driver
+// failed to initialise (gpu-missing) does not.
 func (s *Server) DeviceGetCount() (int, nvml.Return) {
 	if r := s.ready(); r != nvml.SUCCESS {
 		return 0, r
 	}
-	return len(s.devices), nvml.SUCCESS
+	s.node.mu.RLock()
+	defer s.node.mu.RUnlock()
+	return len(s.visible()), nvml.SUCCESS
 }
 
-// DeviceGetHandleByIndex returns GPU i, lost or not.
+// DeviceGetHandleByIndex returns GPU i, lost or not; indexes count the GPUs
+// NVML lists, so a missing GPU shifts the ones after it.
 func (s *Server) DeviceGetHandleByIndex(i int) (nvml.Device, nvml.Return) {
 	if r := s.ready(); r != nvml.SUCCESS {
 		return nil, r
 	}
-	if i < 0 || i >= len(s.devices) {
+	s.node.mu.RLock()
+	defer s.node.mu.RUnlock()
+	vis := s.visible()
+	if i < 0 || i >= len(vis) {
 		return nil, nvml.ERROR_INVALID_ARGUMENT
 	}
-	return s.devices[i], nvml.SUCCESS
+	return vis[i], nvml.SUCCESS
 }
 
 // DeviceGetHandleByUUID finds a GPU by its UUID ("GPU-…").
@@ -165,7 +206,9 @@ func (s *Server) DeviceGetHandleByUUID(uuid string) (nvml.Device, nvml.Return) {
 	if r := s.ready(); r != nvml.SUCCESS {
 		return nil, r
 	}
-	for _, d := range s.devices {
+	s.node.mu.RLock()
+	defer s.node.mu.RUnlock()
+	for _, d := range s.visible() {
 		if d.g.uuid == uuid {
 			return d, nvml.SUCCESS
 		}
@@ -178,7 +221,9 @@ func (s *Server) DeviceGetHandleBySerial(serial string) (nvml.Device, nvml.Retur
 	if r := s.ready(); r != nvml.SUCCESS {
 		return nil, r
 	}
-	for _, d := range s.devices {
+	s.node.mu.RLock()
+	defer s.node.mu.RUnlock()
+	for _, d := range s.visible() {
 		if d.g.serial == serial {
 			return d, nvml.SUCCESS
 		}
@@ -196,7 +241,9 @@ func (s *Server) DeviceGetHandleByPciBusId(id string) (nvml.Device, nvml.Return)
 	if !ok {
 		return nil, nvml.ERROR_INVALID_ARGUMENT
 	}
-	for _, d := range s.devices {
+	s.node.mu.RLock()
+	defer s.node.mu.RUnlock()
+	for _, d := range s.visible() {
 		if d.g.busID == want {
 			return d, nvml.SUCCESS
 		}

@@ -2,6 +2,7 @@ package simhw
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpuwatch/gpuwatch/collector/simhw/simib"
+	"github.com/gpuwatch/gpuwatch/collector/simhw/simkmsg"
 )
 
 // observed is what the property test last read from one GPU through NVML.
@@ -118,10 +120,23 @@ func TestPropertyInvariants(t *testing.T) {
 }
 
 func drawFault(rt *rapid.T, sh Shape) Fault {
-	kind := rapid.SampledFrom(FaultKinds()).Draw(rt, "kind")
+	kinds := FaultKinds()
+	if !sh.FabricInfo {
+		kinds = slices.DeleteFunc(kinds, func(k FaultKind) bool { return k == FaultFabricManager })
+	}
+	kind := rapid.SampledFrom(kinds).Draw(rt, "kind")
 	f := Fault{Kind: kind, GPU: rapid.IntRange(0, sh.GPUs()-1).Draw(rt, "gpu")}
 	if kind.allowsAllGPUs() && rapid.Bool().Draw(rt, "all gpus") {
 		f.GPU = AllGPUs
+	}
+	if kind.nodeOnly() {
+		f.GPU = AllGPUs
+		if kind == FaultSXid {
+			f.SXid = rapid.SampledFrom(simkmsg.KnownSXids).Draw(rt, "sxid").Code
+			f.NVSwitch = rapid.IntRange(0, len(sh.NVSwitchBus)-1).Draw(rt, "nvswitch")
+			f.Link = rapid.IntRange(0, 63).Draw(rt, "switch port")
+		}
+		return f
 	}
 	if !kind.gpuLevel() {
 		f.GPU = AllGPUs

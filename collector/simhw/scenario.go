@@ -36,6 +36,8 @@ import (
 //	    temp: 95                  # thermal: °C
 //	    watts: 300                # power: cap in W
 //	    action: node-reboot       # xid 154
+//	    sxid: 20034               # kind sxid: the NVSwitch error
+//	    nvswitch: 1               # kind sxid: which NVSwitch (default 0)
 type Scenario struct {
 	Name        string
 	Description string
@@ -67,6 +69,8 @@ type rawFault struct {
 	Temp     *float64      `yaml:"temp"`
 	Watts    *float64      `yaml:"watts"`
 	Action   *string       `yaml:"action"`
+	SXid     *int          `yaml:"sxid"`
+	NVSwitch *int          `yaml:"nvswitch"`
 }
 
 // scenarioFields are the top-level keys of a scenario file.
@@ -74,7 +78,7 @@ var scenarioFields = []string{"name", "description", "faults"}
 
 // faultFields are the keys a fault may have, in documentation order.
 var faultFields = []string{"at", "node", "gpu", "kind", "xid", "link", "hca", "port", "count",
-	"duration", "temp", "watts", "action"}
+	"duration", "temp", "watts", "action", "sxid", "nvswitch"}
 
 // yamlDuration is a Go duration written with its unit ("30s", "1m30s").
 type yamlDuration time.Duration
@@ -319,6 +323,9 @@ func (r *rawFault) fault() (Fault, error) {
 		if f.GPU < 0 || f.GPU >= MaxGPUs {
 			bad("gpu %d out of range (0-%d)", f.GPU, MaxGPUs-1)
 		}
+		if kind.nodeOnly() {
+			bad("gpu does not apply to kind %s: it acts on the node", kind)
+		}
 	} else if kind.valid() && kind.gpuLevel() && !kind.allowsAllGPUs() {
 		bad("kind %s needs gpu", kind)
 	}
@@ -346,7 +353,23 @@ func (r *rawFault) fault() (Fault, error) {
 			bad("link applies to xid 74 only")
 		}
 	}
-	only(r.Link != nil, "link", FaultNVLinkDown, FaultNVLinkCRC, FaultXid)
+	only(r.Link != nil, "link", FaultNVLinkDown, FaultNVLinkCRC, FaultXid, FaultSXid)
+	if r.SXid != nil {
+		f.SXid = *r.SXid
+		if f.SXid <= 0 {
+			bad("sxid %d: want an SXid number", f.SXid)
+		}
+	} else if kind == FaultSXid {
+		bad("missing sxid (kind sxid needs the SXid number)")
+	}
+	only(r.SXid != nil, "sxid", FaultSXid)
+	if r.NVSwitch != nil {
+		f.NVSwitch = *r.NVSwitch
+		if f.NVSwitch < 0 {
+			bad("nvswitch %d: want 0 or more", f.NVSwitch)
+		}
+	}
+	only(r.NVSwitch != nil, "nvswitch", FaultSXid)
 	if r.HCA != nil {
 		f.HCA = string(*r.HCA)
 	}

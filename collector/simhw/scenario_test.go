@@ -105,6 +105,11 @@ func TestParseScenarioErrors(t *testing.T) {
 			[]string{"temp does not apply to kind gpu-lost"}},
 		{"bad action", "faults:\n  - at: 1s\n    gpu: 1\n    kind: xid\n    xid: 154\n    action: reboot\n",
 			[]string{`action "reboot": want none, gpu-reset`}},
+		{"sxid without its number", "faults:\n  - at: 1s\n    kind: sxid\n", []string{"faults[0] (line 2): missing sxid"}},
+		{"sxid on a GPU", "faults:\n  - at: 1s\n    gpu: 2\n    kind: sxid\n    sxid: 20034\n",
+			[]string{"gpu does not apply to kind sxid: it acts on the node"}},
+		{"nvswitch of another kind", "faults:\n  - at: 1s\n    gpu: 2\n    kind: gpu-lost\n    nvswitch: 1\n",
+			[]string{"nvswitch does not apply to kind gpu-lost"}},
 		{"unknown top-level key", "fault:\n  - at: 1s\n", []string{"no faults: list"}},
 		{"unknown key beside faults", "faults: []\nnmae: x\n", []string{`scenario: line 2: unknown field "nmae", did you mean "name"? (want one of name, description, faults)`}},
 		{"not yaml", "faults: [\n", []string{"scenario: "}},
@@ -278,4 +283,48 @@ func FuzzParseScenario(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDriverAndFabricScenario: the new kinds parse, and Schedule checks them
+// against the fleet (an SXid the simulator does not know, an NVSwitch the shape
+// does not have, a fabric the A100 does not report).
+func TestDriverAndFabricScenario(t *testing.T) {
+	sc, err := ParseScenario([]byte(`faults:
+  - {at: 0s, kind: driver-not-loaded}
+  - {at: 1s, gpu: 3, kind: gpu-missing}
+  - {at: 2s, kind: fabric-manager}
+  - {at: 3s, kind: sxid, sxid: 24007, nvswitch: 2, link: 17}
+  - {at: 4s, kind: persistence-mode-off}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Fault{
+		{GPU: AllGPUs, Kind: FaultDriverNotLoaded},
+		{At: time.Second, GPU: 3, Kind: FaultGPUMissing},
+		{At: 2 * time.Second, GPU: AllGPUs, Kind: FaultFabricManager},
+		{At: 3 * time.Second, GPU: AllGPUs, Kind: FaultSXid, SXid: 24007, NVSwitch: 2, Link: 17},
+		{At: 4 * time.Second, GPU: AllGPUs, Kind: FaultPersistenceOff},
+	}
+	for i := range want {
+		if sc.Faults[i] != want[i] {
+			t.Errorf("fault %d = %+v\nwant %+v", i, sc.Faults[i], want[i])
+		}
+	}
+	h100 := newTestFleet(t, ShapeHGXH100, 1)
+	if err := h100.Schedule(sc); err != nil {
+		t.Fatal(err)
+	}
+	a100 := newTestFleet(t, ShapeDGXA100, 1)
+	bad, _ := ParseScenario([]byte(`faults:
+  - {at: 0s, kind: fabric-manager}
+  - {at: 0s, kind: sxid, sxid: 11111}
+  - {at: 0s, kind: sxid, sxid: 20034, nvswitch: 6}
+`))
+	err = a100.Schedule(bad)
+	for _, w := range []string{"the dgx-a100 shape has no NVML GPU fabric state", "sxid 11111: want one the simulator knows (12028 non-fatal, 20009 non-fatal, 20034 fatal, 24007 fatal)", "nvswitch 6 out of range (0-5)"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Schedule error %v lacks %q", err, w)
+		}
+	}
 }

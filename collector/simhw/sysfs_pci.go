@@ -32,7 +32,8 @@ import (
 //	  0000:03:01.0/0000:0c:00.0                  (rail 1)
 //	    0000:0d:00.0 → 0000:0e:00.0 (mlx5_1), 0000:0d:01.0 → 0000:0f:00.0 (GPU 1)
 //
-// The bridges and GPUs are written once; the HCAs' own files are simib's.
+// The NVSwitches sit on root buses of their own. The bridges, GPUs and NVSwitches
+// are written once; the HCAs' own files are simib's.
 
 // pciDev is one PCI function of the tree.
 type pciDev struct {
@@ -53,6 +54,7 @@ const (
 	switchVendor, switchDevice = 0x1000, 0xc030
 	classBridge                = 0x060400
 	class3D                    = 0x030200
+	classNVSwitch              = 0x068000
 )
 
 func pciAddrOf(bus uint8, dev, fn int) string { return fmt.Sprintf("0000:%02x:%02x.%x", bus, dev, fn) }
@@ -110,6 +112,13 @@ func (n *Node) pciLayout() (hcaParents [][]string, devs []pciDev) {
 				subVen: subVendor, subDev: subDevice, class: class3D, numa: numa,
 				cpus: cpuList(sh, numa), gen: gen, wid: sh.PCIeWidth})
 		hcaParents[i] = withUp(dspNIC)
+	}
+	// The NVSwitches: one function each (class 0x068000, "Bridge" in lspci), on
+	// its own root bus here; the GPU count reads them apart from the GPUs.
+	swVendor, swDevice := uint16(sh.NVSwitchPCIID&0xffff), uint16(sh.NVSwitchPCIID>>16)
+	for k, b := range sh.NVSwitchBus {
+		devs = append(devs, pciDev{chain: []string{sysfsAddr(b)}, vendor: swVendor, device: swDevice,
+			subVen: swVendor, subDev: swDevice, class: classNVSwitch, numa: k * sh.NUMANodes / len(sh.NVSwitchBus), gen: gen, wid: 2})
 	}
 	return hcaParents, devs
 }

@@ -10,6 +10,13 @@
 //
 //	NVRM: GPU at PCI:0000:9b:00: GPU-509665ad-b600-ac93-3616-d754b23d636d
 //
+// The NVSwitch driver prints NVSwitch errors (SXids) the same way,
+//
+//	nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up
+//
+// followed by detail lines for the same SXid (Severity, Data) that are not events
+// of their own.
+//
 // The kernel log is the source of truth for Xids because NVML's event API misses
 // some of them (79, 119, 120 and 62 among them). ParseLine understands those lines
 // whatever prefix the log reader put in front of them: /dev/kmsg records, dmesg
@@ -37,8 +44,15 @@
 //     gpuwatch_xid_suppressed_lines_total, not forwarded. The window runs from the
 //     last counted occurrence, so a flood that lasts counts once per window. The
 //     table is bounded (MaxDedupEntries).
-//   - Accepted events increment gpuwatch_xid_errors_total{gpu_index, xid}, set
-//     DCGM_FI_DEV_XID_ERRORS (the last Xid of the GPU) and go to Options.Sink.
+//   - Accepted events increment gpuwatch_xid_errors_total{gpu_index, xid, action},
+//     where action is what NVIDIA's Xid catalog resolves for the event on its own
+//     (telemetry.ClassifyXid: the catalog's action, the NVLink5 register decode
+//     of Xids 144–150, the action an Xid 154 announces; absent where the catalog
+//     gives none), set DCGM_FI_DEV_XID_ERRORS (the last Xid of the GPU) and go to
+//     Options.Sink.
+//   - SXids are deduplicated the same way (NVSwitch, SXid, link and message),
+//     counted in gpuwatch_nvswitch_sxid_errors_total{nvswitch, pci_bus_id, sxid,
+//     fatal} and go to Options.SXidSink.
 //
 // Collect only reads what the reader accumulated; it never waits for the log.
 package xid

@@ -15,6 +15,7 @@ const (
 	KindNone      Kind = iota // not an Xid or GPU mapping line
 	KindXid                   // NVRM: Xid (PCI:…): N, pid=…, name=…, message
 	KindGPUAttach             // NVRM: GPU at PCI:…: GPU-<uuid>
+	KindSXid                  // nvidia-nvswitchN: SXid (PCI:…): N, Fatal|Non-fatal, [Link L ]message
 )
 
 // Line is one parsed NVRM line.
@@ -31,6 +32,14 @@ type Line struct {
 	Message string
 	// UUID is set for KindGPUAttach.
 	UUID string
+	// For KindSXid: the NVSwitch's driver instance (nvidia-nvswitch<N>), the
+	// SXid, whether the driver printed it as Fatal, and the NVSwitch port the
+	// line names (-1 for none). PCI is the switch's full address with its
+	// function ("0000:06:00.0"); Message is the text after the severity and link.
+	NVSwitch int
+	SXid     int
+	Fatal    bool
+	Link     int
 }
 
 // CanonicalPCI returns the PCI address in gpuwatch's canonical form, lower case with
@@ -45,12 +54,21 @@ func (l Line) CanonicalPCI() string {
 
 const nvrm = "NVRM: "
 
+// The NVSwitch driver's prefix and the SXid marker of its error lines.
+const (
+	nvswitchPrefix = "nvidia-nvswitch"
+	sxidMarker     = ": SXid (PCI:"
+)
+
 // ParseLine parses one kernel-log line. It returns ok=false for lines that are not
-// Xid or GPU-mapping lines, and for malformed ones: a reader of a log written by
-// others must never fail on a line it does not understand.
+// Xid, GPU-mapping or SXid lines, and for malformed ones: a reader of a log written
+// by others must never fail on a line it does not understand.
 func ParseLine(s string) (Line, bool) {
 	i := strings.Index(s, nvrm)
 	if i < 0 {
+		if j := strings.Index(s, sxidMarker); j >= 0 {
+			return parseSXid(s, j)
+		}
 		return Line{}, false
 	}
 	s = strings.TrimRight(s[i+len(nvrm):], "\r\n")
@@ -137,4 +155,64 @@ func validPCI(s string) bool {
 		}
 	}
 	return true
+}
+
+// parseSXid parses the NVSwitch driver's error line, which the NVIDIA Fabric
+// Manager user guide documents and real HGX logs show as
+//
+//	nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up
+//	nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 10001, Non-fatal, PRI WRITE SYSB error, instance=3
+//
+// marker is where ": SXid (PCI:" starts. The driver follows each such line with
+// detail lines for the same SXid ("Severity 1 Engine instance 60 Sub-engine
+// instance 00", "Data {0x…}") that carry no Fatal/Non-fatal: they are not events
+// of their own and are not accepted.
+func parseSXid(s string, marker int) (Line, bool) {
+	head := s[:marker]
+	p := strings.LastIndex(head, nvswitchPrefix)
+	if p < 0 {
+		return Line{}, false
+	}
+	inst := head[p+len(nvswitchPrefix):]
+	n, err := strconv.Atoi(inst)
+	if err != nil || n < 0 || n > 255 || len(inst) > 3 {
+		return Line{}, false
+	}
+	rest := s[marker+len(sxidMarker):]
+	end := strings.Index(rest, "): ")
+	if end < 0 {
+		return Line{}, false
+	}
+	pci, err := telemetry.ParsePCIBusID(rest[:end])
+	if err != nil || !validPCI(rest[:min(end, len("0000:06:00"))]) || end != len("0000:06:00.0") {
+		return Line{}, false
+	}
+	l := Line{Kind: KindSXid, PCI: pci.String(), NVSwitch: n, Link: -1}
+	rest = rest[end+3:]
+	num, rest, ok := strings.Cut(rest, ", ")
+	code, err := strconv.Atoi(num)
+	if !ok || err != nil || code <= 0 || len(num) > 6 {
+		return Line{}, false
+	}
+	l.SXid = code
+	switch {
+	case strings.HasPrefix(rest, "Fatal, "):
+		l.Fatal, rest = true, rest[len("Fatal, "):]
+	case strings.HasPrefix(rest, "Non-fatal, "):
+		rest = rest[len("Non-fatal, "):]
+	default:
+		return Line{}, false // a detail line of the SXid above it
+	}
+	if after, ok := strings.CutPrefix(rest, "Link "); ok {
+		digits := 0
+		for digits < len(after) && digits < 3 && after[digits] >= '0' && after[digits] <= '9' {
+			digits++
+		}
+		if digits > 0 && (digits == len(after) || after[digits] == ' ') {
+			l.Link, _ = strconv.Atoi(after[:digits])
+			rest = after[digits:]
+		}
+	}
+	l.Message = strings.TrimSpace(rest)
+	return l, true
 }

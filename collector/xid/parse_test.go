@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 func TestParseLine(t *testing.T) {
@@ -60,6 +62,32 @@ func TestParseLine(t *testing.T) {
 			want: Line{Kind: KindGPUAttach, PCI: "0000:9b:00", UUID: "GPU-509665ad-b600-ac93-3616-d754b23d636d"},
 			ok:   true,
 		},
+		// SXid lines as the NVSwitch driver prints them; the first two from a real
+		// HGX node's log quoted in leptonai/gpud's SXid documentation, where GPU
+		// 0000:91:00 fell off the bus and the switches reported it.
+		{
+			name: "fatal SXid with a link",
+			line: "[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+			want: Line{Kind: KindSXid, PCI: "0000:06:00.0", NVSwitch: 1, SXid: 20034, Fatal: true, Link: 48, Message: "LTSSM Fault Up"},
+			ok:   true,
+		},
+		{name: "SXid detail line", line: "[6781753.404848] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 60 Sub-engine instance 00"},
+		{name: "SXid data line", line: "[6781753.406566] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Data {0x10000000, 0x10000000, 0x00000000}"},
+		{
+			name: "non-fatal SXid, kmsg record",
+			line: "4,2291,38889018130,-;nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short Error Rate",
+			want: Line{Kind: KindSXid, PCI: "0000:06:00.0", NVSwitch: 0, SXid: 20009, Link: 4, Message: "RX Short Error Rate"},
+			ok:   true,
+		},
+		{
+			name: "SXid without a link",
+			line: "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 10001, Non-fatal, PRI WRITE SYSB error, instance=3",
+			want: Line{Kind: KindSXid, PCI: "0000:07:00.0", NVSwitch: 0, SXid: 10001, Link: -1, Message: "PRI WRITE SYSB error, instance=3"},
+			ok:   true,
+		},
+		{name: "SXid cut short", line: "[38889.018130] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20009, Non-fat"},
+		{name: "SXid with a driver-form address", line: "nvidia-nvswitch1: SXid (PCI:0000:06:00): 20009, Fatal, x"},
+		{name: "SXid of another driver", line: "nvidia-gpu0: SXid (PCI:0000:06:00.0): 20009, Fatal, x"},
 		{name: "other NVRM line", line: "NVRM: GPU Board Serial Number: 1650124014249"},
 		{name: "not NVRM", line: "nvidia-nvswitch2: open (major=510)"},
 		{name: "xid zero", line: "NVRM: Xid (PCI:0000:9b:00): 0, pid=1, name=x, y"},
@@ -151,6 +179,10 @@ func FuzzParseLine(f *testing.F) {
 		"NVRM: GPU at PCI:0000:9b:00: GPU-509665ad-b600-ac93-3616-d754b23d636d",
 		"NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
 		"NVRM: Xid (PCI:",
+		"[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+		"nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 10001, Non-fatal, PRI WRITE SYSB error, instance=3",
+		"nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 60 Sub-engine instance 00",
+		"nvidia-nvswitch9: SXid (PCI:",
 	} {
 		f.Add(s)
 	}
@@ -159,6 +191,16 @@ func FuzzParseLine(f *testing.F) {
 		if !ok {
 			if l != (Line{}) {
 				t.Fatalf("rejected line returned %+v", l)
+			}
+			return
+		}
+		switch l.Kind {
+		case KindSXid:
+			if p, err := telemetry.ParsePCIBusID(l.PCI); err != nil || p.String() != l.PCI {
+				t.Fatalf("SXid with PCI %q: %v", l.PCI, err)
+			}
+			if l.SXid <= 0 || l.NVSwitch < 0 || l.Link < -1 || l.Xid != 0 {
+				t.Fatalf("bad SXid line %+v", l)
 			}
 			return
 		}

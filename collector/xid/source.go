@@ -3,6 +3,7 @@ package xid
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -37,6 +38,7 @@ const (
 	maxRecent   = 1024 // live kernel-log Xids remembered for merging
 	maxAttached = 256  // PCI→UUID mappings learnt from the log
 	maxSeries   = 4096 // (GPU, Xid) series; more Xids than this are not counted apart
+	maxSXid     = 1024 // (NVSwitch, SXid) series and SXid dedup entries
 )
 
 // Options configures a Source.
@@ -49,6 +51,9 @@ type Options struct {
 	Inventory *collector.Inventory
 	// Sink receives every accepted event (deduplicated, merged); may be nil.
 	Sink collector.XidSink
+	// SXidSink receives every accepted NVSwitch error (SXid) from the kernel
+	// log, flood repeats dropped as for Xids; may be nil.
+	SXidSink collector.SXidSink
 	// DedupWindow is the flood-dedup window (0: DefaultDedupWindow; negative:
 	// no dedup, every line counts).
 	DedupWindow time.Duration
@@ -78,6 +83,7 @@ type Options struct {
 type Stats struct {
 	Lines       uint64 // log lines or records read
 	XidLines    uint64 // kernel-log Xid lines parsed
+	SXidLines   uint64 // kernel-log SXid (NVSwitch error) lines parsed
 	NVMLEvents  uint64 // events received through ObserveXid
 	Accepted    uint64 // events counted and forwarded to the sink
 	Suppressed  uint64 // Xid lines and NVML events dropped as flood repeats
@@ -108,6 +114,27 @@ type dedupKey struct {
 	msg string
 }
 
+// countKey is one gpuwatch_xid_errors_total series: the GPU, the Xid and the
+// action the catalog resolves for the event.
+type countKey struct {
+	seriesKey
+	action telemetry.Action
+}
+
+// sxidKey is one gpuwatch_nvswitch_sxid_errors_total series.
+type sxidKey struct {
+	nvswitch int
+	pci      telemetry.PCIBusID
+	sxid     int
+	fatal    bool
+}
+
+type sxidDedupKey struct {
+	sxidKey
+	link int
+	msg  string
+}
+
 type pendingEvent struct {
 	ev      collector.XidEvent
 	gpu     gpuKey
@@ -119,14 +146,16 @@ type pendingEvent struct {
 // counts what is left and forwards it to its own sink.
 //
 // Series:
-//   - gpuwatch_xid_errors_total{gpu_index, xid}: a counter from 0 at start (or at
-//     the start of the history with FromStart); the series appears with the
-//     first event of that GPU and Xid.
+//   - gpuwatch_xid_errors_total{gpu_index, xid, action}: a counter from 0 at start
+//     (or at the start of the history with FromStart); the series appears with
+//     the first event of that GPU, Xid and action.
 //   - gpuwatch_xid_suppressed_lines_total{gpu_index, xid}: flood repeats dropped.
 //   - DCGM_FI_DEV_XID_ERRORS{gpu_index}: the last Xid of each GPU of the
 //     inventory, 0 when none since start (dcgm-exporter's meaning).
 //   - gpuwatch_xid_kmsg_records_lost_total: kernel-log records overwritten before
 //     they were read.
+//   - gpuwatch_nvswitch_sxid_errors_total{nvswitch, pci_bus_id, sxid, fatal}:
+//     NVSwitch errors from the kernel log.
 //
 // An Xid on a GPU the inventory does not know (a PCI address no inventory GPU
 // has, e.g. a GPU that failed discovery) is counted with gpu_index "" and its own
@@ -163,8 +192,11 @@ type Source struct {
 	byPCI      map[telemetry.PCIBusID]collector.GPUInfo // inventory
 	attached   map[telemetry.PCIBusID]string            // UUIDs from "GPU at PCI" lines
 	pciCache   map[string]telemetry.PCIBusID            // driver form → parsed
-	counts     map[seriesKey]uint64
+	counts     map[countKey]uint64
 	suppressed map[seriesKey]uint64
+	sxids      map[sxidKey]uint64
+	sxidDedup  map[sxidDedupKey]time.Time
+	driver     int         // the driver branch, for the NVLink5 decode of the action label
 	last       map[int]int // GPU index → last Xid
 	dedup      map[dedupKey]time.Time
 	recent     map[seriesKey]time.Time // live kernel-log Xids by arrival time
@@ -189,8 +221,10 @@ func New(opts Options) *Source {
 		byPCI:      map[telemetry.PCIBusID]collector.GPUInfo{},
 		attached:   map[telemetry.PCIBusID]string{},
 		pciCache:   map[string]telemetry.PCIBusID{},
-		counts:     map[seriesKey]uint64{},
+		counts:     map[countKey]uint64{},
 		suppressed: map[seriesKey]uint64{},
+		sxids:      map[sxidKey]uint64{},
+		sxidDedup:  map[sxidDedupKey]time.Time{},
 		last:       map[int]int{},
 		dedup:      map[dedupKey]time.Time{},
 		recent:     map[seriesKey]time.Time{},
@@ -216,6 +250,7 @@ func New(opts Options) *Source {
 	s.poll = cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval)
 	s.maxDedup = cmp.Or(max(opts.MaxDedupEntries, 0), DefaultMaxDedupEntries)
 	if opts.Inventory != nil {
+		s.driver = telemetry.DriverMajor(opts.Inventory.DriverVersion)
 		for _, g := range opts.Inventory.GPUs {
 			if !g.PCIBusID.IsZero() {
 				s.byPCI[g.PCIBusID] = g
@@ -340,8 +375,11 @@ func (s *Source) flushLocked(out []collector.XidEvent, now time.Time) []collecto
 // observeLog handles one parsed NVRM line read from the kernel log at arrived.
 func (s *Source) observeLog(l Line, at, arrived time.Time, live bool) {
 	var out []collector.XidEvent
+	var sx *collector.SXidEvent
 	s.mu.Lock()
 	switch l.Kind {
+	case KindSXid:
+		sx = s.acceptSXidLocked(l, at)
 	case KindGPUAttach:
 		if pci, ok := s.pciLocked(l.PCI); ok {
 			if _, known := s.attached[pci]; known || len(s.attached) < maxAttached {
@@ -371,6 +409,44 @@ func (s *Source) observeLog(l Line, at, arrived time.Time, live bool) {
 	}
 	s.mu.Unlock()
 	s.forward(out)
+	if sx != nil && s.opts.SXidSink != nil {
+		s.opts.SXidSink.ObserveSXid(*sx)
+	}
+}
+
+// acceptSXidLocked counts an SXid line unless it repeats one counted within
+// the dedup window (same NVSwitch, SXid, link and message), and returns the event to
+// forward, nil for a repeat. s.mu is held.
+func (s *Source) acceptSXidLocked(l Line, at time.Time) *collector.SXidEvent {
+	s.stats.SXidLines++
+	pci, err := telemetry.ParsePCIBusID(l.PCI)
+	if err != nil {
+		return nil
+	}
+	k := sxidKey{nvswitch: l.NVSwitch, pci: pci, sxid: l.SXid, fatal: l.Fatal}
+	if s.dedupWindow > 0 {
+		dk := sxidDedupKey{k, l.Link, l.Message}
+		if t, ok := s.sxidDedup[dk]; ok && absDur(at.Sub(t)) < s.dedupWindow {
+			s.stats.Suppressed++
+			return nil
+		}
+		if _, ok := s.sxidDedup[dk]; !ok && len(s.sxidDedup) >= maxSXid {
+			for k, t := range s.sxidDedup {
+				if absDur(at.Sub(t)) >= s.dedupWindow {
+					delete(s.sxidDedup, k)
+				}
+			}
+			if len(s.sxidDedup) >= maxSXid {
+				clear(s.sxidDedup)
+			}
+		}
+		s.sxidDedup[dk] = at
+	}
+	if _, ok := s.sxids[k]; ok || len(s.sxids) < maxSXid {
+		s.sxids[k]++
+	}
+	return &collector.SXidEvent{Time: at, NVSwitch: l.NVSwitch, PCIBusID: pci, SXid: l.SXid, Fatal: l.Fatal,
+		Link: l.Link, Message: l.Message}
 }
 
 // mergeLocked records a live kernel-log Xid for merging and drops the pending
@@ -422,8 +498,10 @@ func (s *Source) acceptLocked(out []collector.XidEvent, ev collector.XidEvent, k
 		s.dedup[dk] = ev.Time
 	}
 	s.stats.Accepted++
-	if _, ok := s.counts[sk]; ok || len(s.counts) < maxSeries {
-		s.counts[sk]++
+	action, _, _ := telemetry.ClassifyXid(ev.Xid, ev.Message, s.driver)
+	ck := countKey{sk, action}
+	if _, ok := s.counts[ck]; ok || len(s.counts) < maxSeries {
+		s.counts[ck]++
 	}
 	if s.opts.Sink != nil {
 		out = append(out, ev)
@@ -489,21 +567,38 @@ func (s *Source) CollectHealth(ctx context.Context, emit func(telemetry.Sample))
 	now := s.now()
 	s.mu.Lock()
 	type row struct {
-		k seriesKey
-		v uint64
+		k      seriesKey
+		action telemetry.Action
+		v      uint64
 	}
-	sorted := func(m map[seriesKey]uint64) []row {
-		rows := make([]row, 0, len(m))
-		for k, v := range m {
-			rows = append(rows, row{k, v})
-		}
+	sortRows := func(rows []row) []row {
 		slices.SortFunc(rows, func(a, b row) int {
 			return cmp.Or(cmp.Compare(a.k.gpu.index, b.k.gpu.index), cmp.Compare(a.k.gpu.pci.String(), b.k.gpu.pci.String()),
-				cmp.Compare(a.k.xid, b.k.xid))
+				cmp.Compare(a.k.xid, b.k.xid), cmp.Compare(a.action, b.action))
 		})
 		return rows
 	}
-	counts, suppressed := sorted(s.counts), sorted(s.suppressed)
+	counts := make([]row, 0, len(s.counts))
+	for k, v := range s.counts {
+		counts = append(counts, row{k.seriesKey, k.action, v})
+	}
+	suppressed := make([]row, 0, len(s.suppressed))
+	for k, v := range s.suppressed {
+		suppressed = append(suppressed, row{k: k, v: v})
+	}
+	counts, suppressed = sortRows(counts), sortRows(suppressed)
+	type sxRow struct {
+		k sxidKey
+		v uint64
+	}
+	sxids := make([]sxRow, 0, len(s.sxids))
+	for k, v := range s.sxids {
+		sxids = append(sxids, sxRow{k, v})
+	}
+	slices.SortFunc(sxids, func(a, b sxRow) int {
+		return cmp.Or(cmp.Compare(a.k.nvswitch, b.k.nvswitch), cmp.Compare(a.k.pci.String(), b.k.pci.String()),
+			cmp.Compare(a.k.sxid, b.k.sxid), cmp.Compare(fmt.Sprint(a.k.fatal), fmt.Sprint(b.k.fatal)))
+	})
 	var last []int
 	if inv := s.opts.Inventory; inv != nil {
 		last = make([]int, len(inv.GPUs))
@@ -538,16 +633,31 @@ func (s *Source) CollectHealth(ctx context.Context, emit func(telemetry.Sample))
 		}
 	}
 	for _, r := range counts {
-		emit(telemetry.Sample{Name: telemetry.MetricXidErrorsTotal, Labels: labels(r.k), Value: float64(r.v), Time: now})
+		emit(telemetry.Sample{Name: telemetry.MetricXidErrorsTotal, Labels: withAction(labels(r.k), r.action), Value: float64(r.v), Time: now})
 	}
 	for _, r := range suppressed {
 		emit(telemetry.Sample{Name: telemetry.MetricXidSuppressedLinesTotal, Labels: labels(r.k), Value: float64(r.v), Time: now})
 	}
 	emit(telemetry.Sample{Name: telemetry.MetricXidKmsgRecordsLostTotal, Value: float64(lost), Time: now})
+	for _, r := range sxids {
+		emit(telemetry.Sample{Name: telemetry.MetricNVSwitchSXidErrorsTotal, Value: float64(r.v), Time: now,
+			Labels: telemetry.NewLabels(telemetry.LabelNVSwitch, strconv.Itoa(r.k.nvswitch), telemetry.LabelPCIBusID, r.k.pci.String(),
+				telemetry.LabelSXid, strconv.Itoa(r.k.sxid), telemetry.LabelFatal, strconv.FormatBool(r.k.fatal))})
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
+}
+
+// withAction adds the action label (none for ActionNone: the catalog gives no
+// action for that Xid, or Xid 154 without a readable action).
+func withAction(ls telemetry.Labels, a telemetry.Action) telemetry.Labels {
+	if a == telemetry.ActionNone {
+		return ls
+	}
+	at, _ := slices.BinarySearchFunc(ls, telemetry.LabelAction, func(l telemetry.Label, name string) int { return cmp.Compare(l.Name, name) })
+	return slices.Insert(slices.Clone(ls), at, telemetry.Label{Name: telemetry.LabelAction, Value: string(a)})
 }
 
 func absDur(d time.Duration) time.Duration {

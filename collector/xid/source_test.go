@@ -280,10 +280,10 @@ func TestDCGMLastValueAndLabels(t *testing.T) {
 		t.Errorf("DCGM_FI_DEV_XID_ERRORS = %v, want %v", g, want)
 	}
 	if g, want := values(got, telemetry.MetricXidErrorsTotal), map[string]float64{
-		`{gpu_index="1",xid="13"}`: 1,
-		`{gpu_index="1",xid="31"}`: 1,
-		`{gpu_index="",gpu_uuid="GPU-deadbeef-0000-0000-0000-000000000000",pci_bus_id="0000:cb:00.0",xid="79"}`: 1,
-		`{gpu_index="",gpu_uuid="",pci_bus_id="0000:dd:00.0",xid="79"}`:                                         1,
+		`{action="RESTART_APP",gpu_index="1",xid="13"}`: 1,
+		`{action="RESTART_APP",gpu_index="1",xid="31"}`: 1,
+		`{action="RESTART_BM",gpu_index="",gpu_uuid="GPU-deadbeef-0000-0000-0000-000000000000",pci_bus_id="0000:cb:00.0",xid="79"}`: 1,
+		`{action="RESTART_BM",gpu_index="",gpu_uuid="",pci_bus_id="0000:dd:00.0",xid="79"}`:                                         1,
 	}; !reflect.DeepEqual(g, want) {
 		t.Errorf("xid counters = %v, want %v", g, want)
 	}
@@ -315,7 +315,7 @@ func TestCounterMonotonic(t *testing.T) {
 	for i := range 10 {
 		at := clk.Now()
 		s.observeLog(l, at, at, true)
-		v := values(collect(t, s), telemetry.MetricXidErrorsTotal)[`{gpu_index="0",xid="94"}`]
+		v := values(collect(t, s), telemetry.MetricXidErrorsTotal)[`{action="RESTART_APP",gpu_index="0",xid="94"}`]
 		if v < prev {
 			t.Fatalf("step %d: counter went from %v to %v", i, prev, v)
 		}
@@ -357,7 +357,7 @@ func TestFlood(t *testing.T) {
 		BootTime: func() (time.Time, error) { return boot, nil }})
 	elapsed := time.Since(start)
 	got := collect(t, s)
-	if g, want := values(got, telemetry.MetricXidErrorsTotal), map[string]float64{`{gpu_index="0",xid="95"}`: 29}; !reflect.DeepEqual(g, want) {
+	if g, want := values(got, telemetry.MetricXidErrorsTotal), map[string]float64{`{action="RESET_GPU",gpu_index="0",xid="95"}`: 29}; !reflect.DeepEqual(g, want) {
 		t.Errorf("counted %v, want %v", g, want)
 	}
 	if g, want := values(got, telemetry.MetricXidSuppressedLinesTotal), map[string]float64{`{gpu_index="0",xid="95"}`: 100_000 - 29}; !reflect.DeepEqual(g, want) {
@@ -449,11 +449,19 @@ func TestNVLink5AndXid154(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &recorder{}
-			s := readAll(t, path, Options{Inventory: testInventory(t), Sink: rec,
+			inv := testInventory(t)
+			inv.DriverVersion = driver
+			s := readAll(t, path, Options{Inventory: inv, Sink: rec,
 				BootTime: func() (time.Time, error) { return boot, nil }})
-			want := map[string]float64{`{gpu_index="4",xid="154"}`: 2}
-			for x := 144; x <= 150; x++ {
-				want[fmt.Sprintf(`{gpu_index="4",xid="%d"}`, x)] = 1
+			// Each counted once, labelled with the action the catalog's decode
+			// of its message gives (Xid 154: the action it announces).
+			want := map[string]float64{}
+			for _, ev := range rec.Events() {
+				a, _, _ := telemetry.ClassifyXid(ev.Xid, ev.Message, telemetry.DriverMajor(driver))
+				want[fmt.Sprintf(`{action="%s",gpu_index="4",xid="%d"}`, a, ev.Xid)]++
+			}
+			if len(rec.Events()) != 9 || want[`{action="RESET_GPU",gpu_index="4",xid="154"}`] != 1 || want[`{action="RESTART_BM",gpu_index="4",xid="154"}`] != 1 {
+				t.Errorf("events %+v", rec.Events())
 			}
 			if g := values(collect(t, s), telemetry.MetricXidErrorsTotal); !reflect.DeepEqual(g, want) {
 				t.Errorf("counted %v, want %v", g, want)
@@ -471,5 +479,69 @@ func TestNVLink5AndXid154(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sxRecorder is an SXidSink that keeps what it gets.
+type sxRecorder struct {
+	mu     sync.Mutex
+	events []collector.SXidEvent
+}
+
+func (r *sxRecorder) ObserveSXid(ev collector.SXidEvent) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+// TestSXidsThroughSource: the SXid lines of a real HGX node's dmesg (quoted in
+// leptonai/gpud's SXid documentation) read in dmesg format: every Fatal and
+// Non-fatal line is counted per NVSwitch and SXid and forwarded with its time,
+// detail lines are not, an identical line within the dedup window is a repeat,
+// and the Xid 79 between them is still counted.
+func TestSXidsThroughSource(t *testing.T) {
+	log := strings.Join([]string{
+		"[6781741.548768] NVRM: GPU at PCI:0000:91:00: GPU-b6c3b2be-c55b-d076-fa0e-d464e4c7e08b",
+		"[6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+		"[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+		"[6781753.404587] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 63 LTSSM Fault Up",
+		"[6781753.404848] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 60 Sub-engine instance 00",
+		"[6781753.406566] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Data {0x10000000, 0x10000000, 0x00000000, 0x10000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000}",
+		"[6781753.407899] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 37 LTSSM Fault Up",
+		"[6781753.408138] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 62 LTSSM Fault Up",
+		"[6781753.408138] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 62 LTSSM Fault Up",
+		"[6781760.000000] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20009, Non-fatal, Link 04 RX Short Error Rate",
+	}, "\n") + "\n"
+	path := filepath.Join(t.TempDir(), "dmesg.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boot := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec, sx := &recorder{}, &sxRecorder{}
+	s := readAll(t, path, Options{Sink: rec, SXidSink: sx, BootTime: func() (time.Time, error) { return boot, nil }})
+	got := collect(t, s)
+	if g, want := values(got, telemetry.MetricNVSwitchSXidErrorsTotal), map[string]float64{
+		`{fatal="true",nvswitch="0",pci_bus_id="0000:05:00.0",sxid="20034"}`:  2,
+		`{fatal="false",nvswitch="0",pci_bus_id="0000:05:00.0",sxid="20009"}`: 1,
+		`{fatal="true",nvswitch="1",pci_bus_id="0000:06:00.0",sxid="20034"}`:  1,
+		`{fatal="true",nvswitch="2",pci_bus_id="0000:07:00.0",sxid="20034"}`:  1,
+	}; !reflect.DeepEqual(g, want) {
+		t.Errorf("SXids counted %v, want %v", g, want)
+	}
+	if g := xidCounts(got, telemetry.MetricXidErrorsTotal); !reflect.DeepEqual(g, map[int]int{79: 1}) {
+		t.Errorf("Xids %v", g)
+	}
+	sx.mu.Lock()
+	defer sx.mu.Unlock()
+	if len(sx.events) != 5 {
+		t.Fatalf("forwarded %+v", sx.events)
+	}
+	e := sx.events[0]
+	if e.NVSwitch != 1 || e.SXid != 20034 || !e.Fatal || e.Link != 48 || e.PCIBusID.String() != "0000:06:00.0" ||
+		e.Message != "LTSSM Fault Up" || !e.Time.Equal(boot.Add(6781753400584*time.Microsecond)) {
+		t.Errorf("first SXid %+v", e)
+	}
+	if st := s.Stats(); st.SXidLines != 6 || st.Suppressed != 1 {
+		t.Errorf("stats %+v", st)
 	}
 }

@@ -360,7 +360,23 @@ func appendBounded(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
-var nvrmBytes = []byte(nvrm)
+var (
+	nvrmBytes     = []byte(nvrm)
+	sxidBytes     = []byte(sxidMarker)
+	nvswitchBytes = []byte(nvswitchPrefix)
+)
+
+// driverLine returns where the driver's part of a log line starts: its "NVRM: "
+// or, on an SXid line, its "nvidia-nvswitchN"; -1 on other lines.
+func driverLine(line []byte) int {
+	if i := bytes.Index(line, nvrmBytes); i >= 0 {
+		return i
+	}
+	if j := bytes.Index(line, sxidBytes); j >= 0 {
+		return bytes.LastIndex(line[:j], nvswitchBytes)
+	}
+	return -1
+}
 
 // handleLine handles one line of a log file: a kmsg record ("4,1234,5678901,-;…",
 // the simulator's and `cat /dev/kmsg`'s format) or a dmesg/journalctl line.
@@ -374,7 +390,7 @@ func (s *Source) handleLine(line []byte, live bool) {
 		s.handleRecord(line, live)
 		return
 	}
-	i := bytes.Index(line, nvrmBytes)
+	i := driverLine(line)
 	if i < 0 {
 		return
 	}
@@ -405,7 +421,7 @@ func (s *Source) handleRecord(rec []byte, live bool) {
 		s.lastSeq, s.haveSeq = seq, true
 		s.mu.Unlock()
 	}
-	if !bytes.Contains(rec, nvrmBytes) {
+	if driverLine(rec) < 0 {
 		return
 	}
 	r, err := ParseKmsgRecord(string(rec))

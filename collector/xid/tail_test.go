@@ -68,7 +68,7 @@ func TestMerge(t *testing.T) {
 			}
 			clk.Add(DefaultMergeWindow) // let pending NVML events go
 			got := collect(t, s)
-			if v := values(got, telemetry.MetricXidErrorsTotal)[`{gpu_index="1",xid="13"}`]; v != tt.count {
+			if v := values(got, telemetry.MetricXidErrorsTotal)[`{action="RESTART_APP",gpu_index="1",xid="13"}`]; v != tt.count {
 				t.Errorf("count = %v, want %v", v, tt.count)
 			}
 			var origins []string
@@ -169,11 +169,11 @@ func TestSimulatedNode(t *testing.T) {
 	}
 	got := collect(t, s)
 	if g, want := values(got, telemetry.MetricXidErrorsTotal), map[string]float64{
-		`{gpu_index="2",xid="13"}`:  1,
-		`{gpu_index="5",xid="79"}`:  1,
-		`{gpu_index="5",xid="154"}`: 1,
-		`{gpu_index="6",xid="119"}`: 1,
-		`{gpu_index="6",xid="154"}`: 1,
+		`{action="RESTART_APP",gpu_index="2",xid="13"}`: 1,
+		`{action="RESTART_BM",gpu_index="5",xid="79"}`:  1,
+		`{action="RESTART_BM",gpu_index="5",xid="154"}`: 1, // "… to 0x2 (Node Reboot Required)"
+		`{action="RESET_GPU",gpu_index="6",xid="119"}`:  1,
+		`{action="RESET_GPU",gpu_index="6",xid="154"}`:  1, // "… to 0x1 (GPU Reset Required)"
 	}; !reflect.DeepEqual(g, want) {
 		t.Errorf("counters = %v, want %v", g, want)
 	}

@@ -355,7 +355,9 @@ func (na *nodeAgent) update(snap *collector.Snapshot, r health.Report) []Event {
 		if err != nil {
 			continue
 		}
-		counts[xidKey{s.Labels.Get(telemetry.LabelGPUIndex), x}] = s.Value
+		// One series per action the catalog resolved (Xid 154 announcing
+		// different actions): the Xid's count is their sum.
+		counts[xidKey{s.Labels.Get(telemetry.LabelGPUIndex), x}] += s.Value
 	}
 	keys := make([]xidKey, 0, len(counts))
 	for k := range counts {
