@@ -18,8 +18,11 @@ func startServerCommand(t *testing.T, args ...string) (string, *syncBuffer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan int)
+	// The data directory is made before the cleanup that stops the server is
+	// registered, so the server stops before its directory is removed.
+	dataDir := t.TempDir()
 	go func() {
-		done <- run(ctx, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...), &stdout, &stderr)
+		done <- run(ctx, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir}, args...), &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -155,7 +155,8 @@ func TestEveryWriteAndControlEndpointIsGuarded(t *testing.T) {
 				t.Fatalf("a refused request changed the server's state")
 			}
 			code, body := call(t, e.method, ts.URL+e.path, testSecrets[e.role], e.contentType, e.body, e.hdr)
-			if code == 401 || code == 403 || code >= 500 {
+			// Place answers 503 until the first snapshot is built: let through.
+			if code == 401 || code == 403 || (code >= 500 && !(code == 503 && e.path == APIPrefix+"/place")) {
 				t.Errorf("with the %s token: %d %s", e.role, code, body)
 			}
 			if e.changed != nil {
