@@ -91,6 +91,8 @@ func printReport(w io.Writer, res *Result) {
 		wall := (b.at - a.at).Seconds()
 		fmt.Fprintf(w, "\nCPU over the measured window: server %.2f cores, agents' process (agents, simulator, soak) %.2f cores; the simulator's steps took %s of wall time in all\n",
 			(b.serverCPU-a.serverCPU).Seconds()/wall, (b.agentsCPU-a.agentsCPU).Seconds()/wall, res.SimWall.Round(time.Second))
+		fmt.Fprintf(w, "waiting for a CPU (runnable, not running; /proc schedstat): server %.2f s per s, agents' process %.2f s per s\n",
+			(b.serverWait-a.serverWait).Seconds()/wall, (b.agentsWait-a.agentsWait).Seconds()/wall)
 		fmt.Fprintf(w, "samples accepted over the measured window: %.0f = %.0f samples/s\n", b.accepted-a.accepted, (b.accepted-a.accepted)/wall)
 	}
 
@@ -99,6 +101,7 @@ func printReport(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "| samples the server accepted (gpuwatch_ingest_samples_accepted_total) | %.0f |\n", res.Accepted)
 	fmt.Fprintf(w, "| samples the store holds (count_over_time per metric and node: %d queries, %s) | %.0f |\n", res.StoreQueries, res.StoreCount.Round(time.Millisecond), res.Stored)
 	fmt.Fprintf(w, "| dropped by shippers / rejected by the server | %v / %v |\n", res.Dropped, res.Rejected)
+	fmt.Fprintf(w, "| requests the server's listener shed (gpuwatch_http_refused_total) | %v |\n", res.Refused)
 	fmt.Fprintf(w, "| largest backlog in the shippers at a reading | %d samples |\n", res.MaxPending)
 	fmt.Fprintf(w, "| every shipper empty after the last cycle | %s |\n", res.Drain.Round(time.Millisecond))
 	fmt.Fprintf(w, "| remote writes (agent POST → server answer) | %s; %s |\n", res.Writes, codesText(res.WriteCodes))
