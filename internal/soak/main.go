@@ -83,6 +83,10 @@ func printReport(w io.Writer, res *Result) {
 		if f.unit != "" {
 			unit = " " + f.unit
 		}
+		if f.info {
+			fmt.Fprintf(w, "| %s | %.0f%s | %.0f%s | %+.1f %% | | |\n", f.name, f.f.First, unit, f.f.Last, unit, 100*f.f.Change)
+			continue
+		}
 		fmt.Fprintf(w, "| %s | %.0f%s | %.0f%s | %+.1f %% | ±%.0f %%%s | %s |\n", f.name, f.f.First, unit, f.f.Last, unit,
 			100*f.f.Change, 100*f.f.Tolerance, slackText(f.f.Slack), yes(f.f.OK))
 	}

@@ -142,6 +142,9 @@ type reading struct {
 	agentsCPU          time.Duration // cumulative
 	agentsWait         time.Duration
 	sent, accepted     float64
+	headSeries         float64 // the store's head: prometheus_tsdb_head_series
+	headChunks         float64 // and prometheus_tsdb_head_chunks
+	pushes, writes     summary // the agents' requests since the previous reading
 	pending            int64
 	load               string
 	serverMetricsError string
@@ -193,6 +196,7 @@ type flatRow struct {
 	name string
 	unit string // "MiB" or ""
 	f    flatness
+	info bool // shown to explain the others, not judged
 }
 
 // Pass reports whether every check held.
@@ -459,7 +463,10 @@ func (fr *fleetRun) read(ctx context.Context, srv *server, t0 time.Time, warm bo
 		r.serverGoroutines = m.sum("go_goroutines")
 		r.serverHeap = m.sum("go_memstats_next_gc_bytes")
 		r.accepted = m.sum("gpuwatch_ingest_samples_accepted_total", `endpoint="remote_write"`)
+		r.headSeries = m.sum("prometheus_tsdb_head_series")
+		r.headChunks = m.sum("prometheus_tsdb_head_chunks")
 	}
+	r.pushes, r.writes = fr.meter.window(kindPush), fr.meter.window(kindWrite)
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() == metrics.KindUint64 {
@@ -477,7 +484,7 @@ func (fr *fleetRun) read(ctx context.Context, srv *server, t0 time.Time, warm bo
 }
 
 const readingHeader = "" +
-	"    time  server RSS   heap  goroutines   CPU  wait |   agents heap    RSS  goroutines    CPU  wait |  samples sent   accepted  pending | load"
+	"    time | server RSS   heap  goroutines   CPU  wait  head series | agents heap    RSS  goroutines    CPU  wait |  samples sent   accepted  pending | push p99 write p99 | load"
 
 func printReading(w io.Writer, r reading) {
 	tag := ""
@@ -487,10 +494,22 @@ func printReading(w io.Writer, r reading) {
 	if r.serverMetricsError != "" {
 		tag += "  server /metrics: " + r.serverMetricsError
 	}
-	fmt.Fprintf(w, "%8s  %6.0f MiB %6.0f %11.0f %5.0fs %4.0fs | %9.0f MiB %6.0f %11d %6.0fs %4.0fs | %13.0f %10.0f %8d | %s%s\n",
-		r.at, mib(float64(r.serverRSS)), mib(r.serverHeap), r.serverGoroutines, r.serverCPU.Seconds(), r.serverWait.Seconds(),
+	fmt.Fprintf(w, "%8s | %6.0f MiB %6.0f %11.0f %5.0fs %4.0fs %12.0f | %7.0f MiB %6.0f %11d %6.0fs %4.0fs | %13.0f %10.0f %8d | %8s %9s | %s%s\n",
+		r.at, mib(float64(r.serverRSS)), mib(r.serverHeap), r.serverGoroutines, r.serverCPU.Seconds(), r.serverWait.Seconds(), r.headSeries,
 		mib(float64(r.agentsHeap)), mib(float64(r.agentsRSS)), r.agentsGoroutines, r.agentsCPU.Seconds(), r.agentsWait.Seconds(),
-		r.sent, r.accepted, r.pending, r.load, tag)
+		r.sent, r.accepted, r.pending, short(r.pushes.P99), short(r.writes.P99), r.load, tag)
+}
+
+// short prints a duration for a narrow column.
+func short(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	default:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
 }
 
 func mib(b float64) float64 { return b / (1 << 20) }
@@ -620,14 +639,19 @@ func (res *Result) judge() {
 		return out
 	}
 	res.Flat = []flatRow{
-		{"server resident memory", "MiB", flat(series(func(r reading) float64 { return mib(float64(r.serverRSS)) }), o.MemTolerance, 0)},
-		{"server Go heap goal (next GC)", "MiB", flat(series(func(r reading) float64 { return mib(r.serverHeap) }), o.MemTolerance, 0)},
-		{"server goroutines", "", flat(series(func(r reading) float64 { return r.serverGoroutines }), o.GoroutineTolerance, o.GoroutineSlack)},
-		{"agents' process live heap", "MiB", flat(series(func(r reading) float64 { return mib(float64(r.agentsHeap)) }), o.MemTolerance, 0)},
-		{"agents' process resident memory", "MiB", flat(series(func(r reading) float64 { return mib(float64(r.agentsRSS)) }), o.MemTolerance, 0)},
-		{"agents' process goroutines", "", flat(series(func(r reading) float64 { return float64(r.agentsGoroutines) }), o.GoroutineTolerance, o.GoroutineSlack)},
+		{"server resident memory", "MiB", flat(series(func(r reading) float64 { return mib(float64(r.serverRSS)) }), o.MemTolerance, 0), false},
+		{"server Go heap goal (next GC)", "MiB", flat(series(func(r reading) float64 { return mib(r.serverHeap) }), o.MemTolerance, 0), false},
+		{"server goroutines", "", flat(series(func(r reading) float64 { return r.serverGoroutines }), o.GoroutineTolerance, o.GoroutineSlack), false},
+		{"agents' process live heap", "MiB", flat(series(func(r reading) float64 { return mib(float64(r.agentsHeap)) }), o.MemTolerance, 0), false},
+		{"agents' process resident memory", "MiB", flat(series(func(r reading) float64 { return mib(float64(r.agentsRSS)) }), o.MemTolerance, 0), false},
+		{"agents' process goroutines", "", flat(series(func(r reading) float64 { return float64(r.agentsGoroutines) }), o.GoroutineTolerance, o.GoroutineSlack), false},
 	}
+	res.Flat = append(res.Flat, flatRow{"store head series (not judged)", "", flat(series(func(r reading) float64 { return r.headSeries }), 0, 0), true},
+		flatRow{"store head chunks (not judged)", "", flat(series(func(r reading) float64 { return r.headChunks }), 0, 0), true})
 	for _, f := range res.Flat {
+		if f.info {
+			continue
+		}
 		add(f.name+" flat", f.f.OK, "first third %.0f, last third %.0f (%+.1f %%, allowed ±%.0f %%%s)",
 			f.f.First, f.f.Last, 100*f.f.Change, 100*f.f.Tolerance, slackText(f.f.Slack))
 	}

@@ -48,6 +48,12 @@ func (h *histogram) add(d time.Duration) {
 	h.mu.Unlock()
 }
 
+func (h *histogram) reset() {
+	h.mu.Lock()
+	h.counts, h.n, h.max, h.sum = [histBuckets + 1]uint64{}, 0, 0, 0
+	h.mu.Unlock()
+}
+
 // summary is a histogram's count and quantiles.
 type summary struct {
 	N                  uint64
@@ -113,6 +119,7 @@ type requestMeter struct {
 
 type requestKind struct {
 	lat    histogram
+	window histogram      // since the last reading
 	codes  map[int]uint64 // by status code; 0: no answer (a transport error)
 	errors []string       // the first few transport errors and non-2xx answers
 }
@@ -138,6 +145,7 @@ func (m *requestMeter) record(k string, d time.Duration, code int, err error) {
 	}
 	rk := m.kind(k)
 	rk.lat.add(d)
+	rk.window.add(d)
 	m.mu.Lock()
 	rk.codes[code]++
 	if (err != nil || code/100 != 2) && len(rk.errors) < 5 {
@@ -148,6 +156,14 @@ func (m *requestMeter) record(k string, d time.Duration, code int, err error) {
 		rk.errors = append(rk.errors, msg)
 	}
 	m.mu.Unlock()
+}
+
+// window returns a kind's latencies since the previous call and starts anew.
+func (m *requestMeter) window(k string) summary {
+	rk := m.kind(k)
+	s := rk.window.summary()
+	rk.window.reset()
+	return s
 }
 
 // codes returns a copy of a kind's status counts.
