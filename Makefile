@@ -19,6 +19,9 @@ STOREBENCH_INGEST_FLAGS ?= -nodes 1000 -cycles 6
 STOREBENCH_SUSTAIN_FLAGS ?= -nodes 1000 -duration 60s
 STOREBENCH_DISK_FLAGS ?= -nodes 20 -hours 8
 STOREBENCH_QUERY_FLAGS ?= -nodes 1000 -hours 24
+# `make bench`'s soak: 1,000 simulated nodes, one real agent each, against a real
+# server for 30 minutes (plus a 3-minute warm-up); see docs/BENCHMARKS.md, "Soak".
+SOAK_FLAGS ?= -nodes 1000 -duration 30m
 
 .DEFAULT_GOAL := help
 
@@ -73,6 +76,7 @@ bench: build bench-store ## run the benchmarks (results and commands go in docs/
 	$(GO) run ./internal/agentbench hour
 	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
 	GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_BENCH_DRAIN=100 $(GO) test -count=1 -run '^TestDrainLatency$$' -v ./test/
+	$(GO) run ./internal/soak -bin $(BIN) $(SOAK_FLAGS)
 
 .PHONY: bench-store
 bench-store: build test-deps ## the store benchmarks: ingest side by side with Prometheus and VictoriaMetrics, 1,000 nodes paced, disk, queries

@@ -564,7 +564,7 @@ func (q *queue) commit(upTo uint64, done func(samples int)) (samples int) {
 	return samples
 }
 
-// gc removes segments wholly before head, except the active one.
+// gc removes segments wholly before head, except the active one on disk.
 func (q *queue) gc() {
 	for len(q.segs) > 1 && q.segs[0].end() <= q.head {
 		s := q.segs[0]
@@ -578,6 +578,13 @@ func (q *queue) gc() {
 		}
 		q.segs[0] = nil
 		q.segs = q.segs[1:]
+	}
+	// In memory the active segment goes too once every record in it is sent:
+	// kept, it would hold up to segmentBytes (8 MiB) of sent requests before
+	// being replaced. The next append starts a new one.
+	if q.opts.dir == "" && len(q.segs) == 1 && len(q.segs[0].recs) > 0 && q.segs[0].end() <= q.head {
+		q.segs[0] = nil
+		q.segs = q.segs[:0]
 	}
 }
 

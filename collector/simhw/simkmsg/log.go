@@ -50,16 +50,17 @@ type Log struct {
 	major    int // driver branch, e.g. 570
 	hostname string
 
-	mu      sync.Mutex
-	buf     []Record // ring of capacity len(buf)
-	start   int      // index of the oldest record in buf
-	n       int      // records held
-	next    uint64   // Seq of the next record
-	last    time.Time
-	gpus    map[string]*gpu // by NVRM bus id, "0000:9b:00"
-	ngpus   int
-	actions map[string]RecoveryAction // last Xid 154 recovery action, by bus id
-	dropped uint64
+	mu       sync.Mutex
+	capacity int      // records the ring keeps
+	buf      []Record // the ring; grows up to capacity as records come
+	start    int      // index of the oldest record in buf
+	n        int      // records held
+	next     uint64   // Seq of the next record
+	last     time.Time
+	gpus     map[string]*gpu // by NVRM bus id, "0000:9b:00"
+	ngpus    int
+	actions  map[string]RecoveryAction // last Xid 154 recovery action, by bus id
+	dropped  uint64
 
 	wmu sync.Mutex
 	pos map[string]uint64 // AppendTo path -> next Seq to write
@@ -79,7 +80,7 @@ type Option func(*Log)
 func WithCapacity(n int) Option {
 	return func(l *Log) {
 		if n > 0 {
-			l.buf = make([]Record, n)
+			l.capacity = n
 		}
 	}
 }
@@ -112,8 +113,8 @@ func New(boot time.Time, opts ...Option) *Log {
 	for _, o := range opts {
 		o(l)
 	}
-	if l.buf == nil {
-		l.buf = make([]Record, DefaultCapacity)
+	if l.capacity == 0 {
+		l.capacity = DefaultCapacity
 	}
 	l.major = driverMajor(l.driver)
 	return l
@@ -167,7 +168,7 @@ func (l *Log) Since(seq uint64) []Record {
 	}
 	out := make([]Record, 0, l.next-seq)
 	for i := int(seq - first); i < l.n; i++ {
-		out = append(out, l.buf[(l.start+i)%len(l.buf)])
+		out = append(out, l.buf[(l.start+i)%l.capacity])
 	}
 	return out
 }
@@ -198,12 +199,19 @@ func (l *Log) clamp(at time.Time) time.Time {
 // appendLocked adds one record. l.mu must be held.
 func (l *Log) appendLocked(at time.Time, priority int, msg string) {
 	r := Record{Seq: l.next, Time: at, Priority: priority, Message: msg}
-	if l.n < len(l.buf) {
-		l.buf[(l.start+l.n)%len(l.buf)] = r
+	if l.n < l.capacity {
+		// Until the ring is full its oldest record is at 0 (start moves
+		// only when it is full, skipLocked resets it), so the next slot is
+		// at most one past the end of what was allocated so far.
+		if i := (l.start + l.n) % l.capacity; i < len(l.buf) {
+			l.buf[i] = r
+		} else {
+			l.buf = append(l.buf, r)
+		}
 		l.n++
 	} else {
 		l.buf[l.start] = r
-		l.start = (l.start + 1) % len(l.buf)
+		l.start = (l.start + 1) % l.capacity
 		l.dropped++
 	}
 	l.next++
@@ -211,7 +219,7 @@ func (l *Log) appendLocked(at time.Time, priority int, msg string) {
 }
 
 // skipLocked accounts for n records that are logged and then pushed out of the
-// ring by at least len(buf) records that follow at once: the records the ring
+// ring by at least capacity records that follow at once: the records the ring
 // holds now are dropped too. l.mu must be held.
 func (l *Log) skipLocked(n uint64, last time.Time) {
 	l.dropped += uint64(l.n) + n

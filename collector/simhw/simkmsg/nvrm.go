@@ -174,7 +174,7 @@ func (l *Log) Flood(at time.Time, pciBusID string, xid, n int, every time.Durati
 	}
 	l.logUUIDOnceLocked(at, id)
 	first := 0
-	if skip := n - len(l.buf); skip > 0 {
+	if skip := n - l.capacity; skip > 0 {
 		l.skipLocked(uint64(skip), at.Add(time.Duration(skip-1)*every))
 		first = skip
 	}
