@@ -26,6 +26,7 @@ func runProcess(args []string) error {
 	warmup := fs.Duration("warmup", 5*time.Second, "wall time before measuring (start-up: building the simulated node, the first full cycle)")
 	scrape := fs.Duration("scrape", 15*time.Second, "interval between GET /metrics (0: none)")
 	profile := fs.String("profile", "", "also write a CPU profile of the agent over the measured time (from its /debug/pprof/profile) to this file")
+	remoteWrite := fs.Bool("remote-write", false, "run a remote-write sink on loopback in this process and pass the agent --remote-write to it, as in production")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -34,7 +35,16 @@ func runProcess(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(state)
-	argv := append([]string{"agent", "--simulate", "hgx-h100", "--listen", "127.0.0.1:0", "--state-dir", state, "--log.level", "warn"}, fs.Args()...)
+	argv := []string{"agent", "--simulate", "hgx-h100", "--listen", "127.0.0.1:0", "--state-dir", state, "--log.level", "warn"}
+	var rw *sink
+	if *remoteWrite {
+		if rw, err = startSink(); err != nil {
+			return err
+		}
+		defer rw.close()
+		argv = append(argv, "--remote-write", rw.url)
+	}
+	argv = append(argv, fs.Args()...)
 	cmd := exec.Command(*bin, argv...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -81,6 +91,10 @@ func runProcess(args []string) error {
 			return 0, 0, fmt.Errorf("GET %s: %s", url, resp.Status)
 		}
 		return time.Since(t0), int(n), err
+	}
+	var rw0 sinkStats
+	if rw != nil {
+		rw0 = rw.stats()
 	}
 	cpu0, err := procstat.CPU(pid)
 	if err != nil {
@@ -138,6 +152,14 @@ func runProcess(args []string) error {
 	fmt.Printf("CPU %s in %s wall = %.2f%% of one core (%s before the warm-up ended)\n",
 		cpu, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds(), cpu0)
 	fmt.Printf("VmRSS %.1f MiB (%.1f MiB after warm-up), VmHWM %.1f MiB\n", float64(rss)/mib, float64(rss0)/mib, float64(hwm)/mib)
+	if rw != nil {
+		st := rw.stats()
+		fmt.Printf("remote write: %d requests, %d samples, %d bytes (snappy) in the measured time; %d requests in all, none refused\n",
+			st.requests-rw0.requests, st.samples-rw0.samples, st.bytes-rw0.bytes, st.requests)
+		if st.errors > 0 {
+			return fmt.Errorf("remote-write sink: %d requests could not be decoded", st.errors)
+		}
+	}
 	if len(scrapes) > 0 {
 		var sum, worst time.Duration
 		for _, d := range scrapes {
