@@ -275,7 +275,7 @@ func New(opts Options) (*Agent, error) {
 	}
 
 	// Remote write: the shipper reports itself as a source and is fed every
-	// published snapshot as /metrics renders it.
+	// published snapshot as /metrics exposes it.
 	if opts.RemoteWriteURL != "" {
 		unchanged := opts.RemoteWriteUnchanged
 		switch {
@@ -315,9 +315,11 @@ func New(opts Options) (*Agent, error) {
 			if a.Pusher != nil {
 				a.Pusher.Offer(eng.Report()) // first: a changed verdict leaves at once
 			}
-			fams := a.Exporter.Render(s)
+			// Publishing renders nothing: a scrape renders the snapshot it reads,
+			// and the shipper reads only the series it has not sent.
+			x := a.Exporter.Publish(s)
 			if a.Shipper != nil {
-				a.Shipper.Enqueue(s, fams)
+				a.Shipper.Enqueue(x)
 			}
 		},
 		Logger: log, Now: opts.Now,

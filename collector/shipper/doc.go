@@ -6,8 +6,9 @@
 //
 // # What is shipped
 //
-// The shipper sends what the exporter rendered for /metrics (Exporter.Render's
-// metric families), so a shipped series has exactly the labels a scrape shows, plus
+// The shipper sends what the exporter exposes on /metrics (Exporter.Publish's
+// Exposition, read series by series with Exposition.Series rather than rendered
+// into metric families), so a shipped series has exactly the labels a scrape shows, plus
 // Options.ExtraLabels where a series lacks them (the agent adds node=<node>, so
 // node_exporter's node_infiniband_* series, which carry no node label on /metrics,
 // stay unique per node in a shared store). Each sample keeps its collection time
@@ -16,7 +17,10 @@
 // process's own series (go_*, process_*), which the HTTP handler adds at scrape
 // time, stay scrape-only. A series is shipped again only
 // when its timestamp advanced: the 10-second fields ride along unchanged in every
-// 1-second health snapshot and are sent once per collection, not ten times.
+// 1-second health snapshot and are sent once per collection, not ten times. The
+// encoder does not even read them again: a snapshot part (collector.SamplePart)
+// it has already seen under the same labelling is skipped whole, so a health
+// cycle costs the series it collected, not the node's whole exposition.
 //
 // # Flow
 //
