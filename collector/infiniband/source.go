@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,27 +130,39 @@ func (r *reader) err() error {
 // absent or the driver does not support it (ENOENT, EINVAL, EOPNOTSUPP, ENODATA),
 // or after recording an error naming the file. The slice is valid until the next
 // read.
+//
+// It is three system calls (open, one read, close), not os.Open's six: sysfs
+// returns an attribute whole in the first read, and the health schedule reads
+// about a hundred of them every second. A file that fills the buffer is too long.
 func (r *reader) read(path string) ([]byte, bool) {
-	f, err := os.Open(path)
+	var fd int
+	var err error = syscall.EINTR
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		if !benign(err) {
-			r.fail(err)
+			r.fail(&fs.PathError{Op: "open", Path: path, Err: err})
 		}
 		return nil, false
 	}
-	defer f.Close()
-	n, err := io.ReadFull(f, r.buf[:])
+	n := 0
+	err = syscall.EINTR
+	for err == syscall.EINTR {
+		n, err = syscall.Read(fd, r.buf[:])
+	}
+	syscall.Close(fd)
 	switch {
-	case err == nil:
+	case err != nil:
+		if !benign(err) {
+			r.fail(&fs.PathError{Op: "read", Path: path, Err: err})
+		}
+		return nil, false
+	case n == len(r.buf):
 		r.fail(fmt.Errorf("read %s: more than %d bytes", path, len(r.buf)))
 		return nil, false
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return r.buf[:n], true
-	case benign(err):
-		return nil, false
 	}
-	r.fail(err) // *PathError names the file
-	return nil, false
+	return r.buf[:n], true
 }
 
 // benign reports whether err means "this attribute is not there" rather than a
