@@ -67,7 +67,7 @@ func (s *Source) Name() string { return string(telemetry.SourceInfiniBand) }
 
 // counterFile is one file of a port's counters/ directory and the series it feeds.
 type counterFile struct {
-	file   string
+	file   string // under the port's directory
 	metric string
 	scale  uint64 // 4 for the data counters (4-byte words), else 1
 	family telemetry.MetricFamily
@@ -75,30 +75,30 @@ type counterFile struct {
 
 // healthCounters are the error counters read on the health schedule.
 var healthCounters = []counterFile{
-	{"link_downed", telemetry.NodeIBLinkDownedTotal, 1, telemetry.FamilyNodeExporter},
-	{"link_error_recovery", telemetry.NodeIBLinkErrorRecoveryTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_rcv_errors", telemetry.NodeIBPortErrorsReceivedTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_rcv_discards", telemetry.NodeIBPortDiscardsReceivedTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_xmit_discards", telemetry.NodeIBPortDiscardsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_rcv_constraint_errors", telemetry.NodeIBPortConstraintErrorsReceivedTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_xmit_constraint_errors", telemetry.NodeIBPortConstraintErrorsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
-	{"symbol_error", telemetry.MetricIBSymbolErrorsTotal, 1, telemetry.FamilyGPUWatch},
-	{"local_link_integrity_errors", telemetry.MetricIBLocalLinkIntegrityErrorsTotal, 1, telemetry.FamilyGPUWatch},
-	{"excessive_buffer_overrun_errors", telemetry.MetricIBExcessiveBufferOverrunErrorsTotal, 1, telemetry.FamilyGPUWatch},
-	{"port_rcv_remote_physical_errors", telemetry.MetricIBRemotePhysicalErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"counters/link_downed", telemetry.NodeIBLinkDownedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/link_error_recovery", telemetry.NodeIBLinkErrorRecoveryTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_rcv_errors", telemetry.NodeIBPortErrorsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_rcv_discards", telemetry.NodeIBPortDiscardsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_xmit_discards", telemetry.NodeIBPortDiscardsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_rcv_constraint_errors", telemetry.NodeIBPortConstraintErrorsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_xmit_constraint_errors", telemetry.NodeIBPortConstraintErrorsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/symbol_error", telemetry.MetricIBSymbolErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"counters/local_link_integrity_errors", telemetry.MetricIBLocalLinkIntegrityErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"counters/excessive_buffer_overrun_errors", telemetry.MetricIBExcessiveBufferOverrunErrorsTotal, 1, telemetry.FamilyGPUWatch},
+	{"counters/port_rcv_remote_physical_errors", telemetry.MetricIBRemotePhysicalErrorsTotal, 1, telemetry.FamilyGPUWatch},
 }
 
 // trafficCounters are the data and packet counters read on the full schedule.
 var trafficCounters = []counterFile{
-	{"port_rcv_data", telemetry.NodeIBPortDataReceivedBytesTotal, 4, telemetry.FamilyNodeExporter},
-	{"port_xmit_data", telemetry.NodeIBPortDataTransmittedBytesTotal, 4, telemetry.FamilyNodeExporter},
-	{"port_rcv_packets", telemetry.NodeIBPortPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_xmit_packets", telemetry.NodeIBPortPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
-	{"unicast_rcv_packets", telemetry.NodeIBUnicastPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
-	{"unicast_xmit_packets", telemetry.NodeIBUnicastPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
-	{"multicast_rcv_packets", telemetry.NodeIBMulticastPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
-	{"multicast_xmit_packets", telemetry.NodeIBMulticastPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
-	{"port_xmit_wait", telemetry.NodeIBPortTransmitWaitTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_rcv_data", telemetry.NodeIBPortDataReceivedBytesTotal, 4, telemetry.FamilyNodeExporter},
+	{"counters/port_xmit_data", telemetry.NodeIBPortDataTransmittedBytesTotal, 4, telemetry.FamilyNodeExporter},
+	{"counters/port_rcv_packets", telemetry.NodeIBPortPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_xmit_packets", telemetry.NodeIBPortPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/unicast_rcv_packets", telemetry.NodeIBUnicastPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/unicast_xmit_packets", telemetry.NodeIBUnicastPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/multicast_rcv_packets", telemetry.NodeIBMulticastPacketsReceivedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/multicast_xmit_packets", telemetry.NodeIBMulticastPacketsTransmittedTotal, 1, telemetry.FamilyNodeExporter},
+	{"counters/port_xmit_wait", telemetry.NodeIBPortTransmitWaitTotal, 1, telemetry.FamilyNodeExporter},
 }
 
 // hwCounterSkip are hw_counters files that are settings, not counters: lifespan is
@@ -130,19 +130,31 @@ func (r *reader) err() error {
 // absent or the driver does not support it (ENOENT, EINVAL, EOPNOTSUPP, ENODATA),
 // or after recording an error naming the file. The slice is valid until the next
 // read.
+func (r *reader) read(path string) ([]byte, bool) {
+	return r.readAt(atFDCWD, "", path)
+}
+
+// atFDCWD is AT_FDCWD: a path for openat relative to the working directory.
+const atFDCWD = -0x64
+
+// readAt is read of the file name under the directory open as dirfd, whose path
+// (for errors) is dir.
 //
 // It is three system calls (open, one read, close), not os.Open's six: sysfs
 // returns an attribute whole in the first read, and the health schedule reads
-// about a hundred of them every second. A file that fills the buffer is too long.
-func (r *reader) read(path string) ([]byte, bool) {
+// about a hundred of them every second. Opening them relative to their port's
+// directory spares the kernel walking the whole path (through the class
+// directory's symlink on real sysfs) for each. A file that fills the buffer is
+// too long.
+func (r *reader) readAt(dirfd int, dir, name string) ([]byte, bool) {
 	var fd int
 	var err error = syscall.EINTR
 	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	}
 	if err != nil {
 		if !benign(err) {
-			r.fail(&fs.PathError{Op: "open", Path: path, Err: err})
+			r.fail(&fs.PathError{Op: "open", Path: filepath.Join(dir, name), Err: err})
 		}
 		return nil, false
 	}
@@ -155,14 +167,31 @@ func (r *reader) read(path string) ([]byte, bool) {
 	switch {
 	case err != nil:
 		if !benign(err) {
-			r.fail(&fs.PathError{Op: "read", Path: path, Err: err})
+			r.fail(&fs.PathError{Op: "read", Path: filepath.Join(dir, name), Err: err})
 		}
 		return nil, false
 	case n == len(r.buf):
-		r.fail(fmt.Errorf("read %s: more than %d bytes", path, len(r.buf)))
+		r.fail(fmt.Errorf("read %s: more than %d bytes", filepath.Join(dir, name), len(r.buf)))
 		return nil, false
 	}
 	return r.buf[:n], true
+}
+
+// openDir opens a port's directory for readAt, or returns ok=false when it is
+// gone (the port's files would all be absent) or after recording why not.
+func (r *reader) openDir(dir string) (int, bool) {
+	var fd int
+	var err error = syscall.EINTR
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		if !benign(err) {
+			r.fail(&fs.PathError{Op: "open", Path: dir, Err: err})
+		}
+		return -1, false
+	}
+	return fd, true
 }
 
 // benign reports whether err means "this attribute is not there" rather than a
@@ -248,6 +277,10 @@ func (s *Source) CollectHealth(ctx context.Context, emit func(telemetry.Sample))
 			break
 		}
 		for _, p := range d.ports {
+			pd, ok := r.openDir(p.dir)
+			if !ok {
+				continue
+			}
 			ne, own := portLabels(d.name, p.num)
 			for _, f := range [...]struct {
 				file, metric string
@@ -255,24 +288,23 @@ func (s *Source) CollectHealth(ctx context.Context, emit func(telemetry.Sample))
 				{"state", telemetry.NodeIBStateID},
 				{"phys_state", telemetry.NodeIBPhysicalStateID},
 			} {
-				path := filepath.Join(p.dir, f.file)
-				if b, ok := r.read(path); ok {
+				if b, ok := r.readAt(pd, p.dir, f.file); ok {
 					if v, err := parseState(b); err != nil {
-						r.fail(fmt.Errorf("read %s: %w", path, err))
+						r.fail(fmt.Errorf("read %s: %w", filepath.Join(p.dir, f.file), err))
 					} else {
 						emit(telemetry.Sample{Name: f.metric, Labels: ne, Value: float64(v)})
 					}
 				}
 			}
-			path := filepath.Join(p.dir, "rate")
-			if b, ok := r.read(path); ok {
+			if b, ok := r.readAt(pd, p.dir, "rate"); ok {
 				if v, err := parseRate(b); err != nil {
-					r.fail(fmt.Errorf("read %s: %w", path, err))
+					r.fail(fmt.Errorf("read %s: %w", filepath.Join(p.dir, "rate"), err))
 				} else {
 					emit(telemetry.Sample{Name: telemetry.NodeIBRateBytesPerSecond, Labels: ne, Value: v})
 				}
 			}
-			r.counters(p.dir, healthCounters, ne, own, emit)
+			r.counters(pd, p.dir, healthCounters, ne, own, emit)
+			syscall.Close(pd)
 		}
 	}
 	return r.err()
@@ -302,20 +334,24 @@ func (s *Source) Collect(ctx context.Context, emit func(telemetry.Sample)) error
 		emit(telemetry.Sample{Name: telemetry.NodeIBInfo, Value: 1, Labels: telemetry.NewLabels(
 			"board_id", attrs[0], "device", d.name, "firmware_version", attrs[1], "hca_type", attrs[2])})
 		for _, p := range d.ports {
+			pd, ok := r.openDir(p.dir)
+			if !ok {
+				continue
+			}
 			ne, own := portLabels(d.name, p.num)
-			r.counters(p.dir, trafficCounters, ne, own, emit)
-			r.hwCounters(d.name, p, emit)
+			r.counters(pd, p.dir, trafficCounters, ne, own, emit)
+			r.hwCounters(pd, d.name, p, emit)
+			syscall.Close(pd)
 		}
 	}
 	return r.err()
 }
 
-// counters reads the given files of a port's counters/ directory.
-func (r *reader) counters(portDir string, files []counterFile, ne, own telemetry.Labels, emit func(telemetry.Sample)) {
-	dir := filepath.Join(portDir, "counters")
+// counters reads the given files of a port's counters/ directory; pd is the port's
+// directory, open.
+func (r *reader) counters(pd int, portDir string, files []counterFile, ne, own telemetry.Labels, emit func(telemetry.Sample)) {
 	for _, c := range files {
-		path := filepath.Join(dir, c.file)
-		b, ok := r.read(path)
+		b, ok := r.readAt(pd, portDir, c.file)
 		if !ok {
 			continue
 		}
@@ -324,7 +360,7 @@ func (r *reader) counters(portDir string, files []counterFile, ne, own telemetry
 			continue
 		}
 		if err != nil {
-			r.fail(fmt.Errorf("read %s: %w", path, err))
+			r.fail(fmt.Errorf("read %s: %w", filepath.Join(portDir, c.file), err))
 			continue
 		}
 		ls := ne
@@ -337,8 +373,8 @@ func (r *reader) counters(portDir string, files []counterFile, ne, own telemetry
 }
 
 // hwCounters reads every file of a port's hw_counters/ directory (mlx5 and other
-// drivers with rdma_hw_stats).
-func (r *reader) hwCounters(dev string, p port, emit func(telemetry.Sample)) {
+// drivers with rdma_hw_stats); pd is the port's directory, open.
+func (r *reader) hwCounters(pd int, dev string, p port, emit func(telemetry.Sample)) {
 	dir := filepath.Join(p.dir, "hw_counters")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -352,8 +388,7 @@ func (r *reader) hwCounters(dev string, p port, emit func(telemetry.Sample)) {
 		if hwCounterSkip[name] || e.IsDir() {
 			continue
 		}
-		path := filepath.Join(dir, name)
-		b, ok := r.read(path)
+		b, ok := r.readAt(pd, p.dir, "hw_counters/"+name)
 		if !ok {
 			continue
 		}
@@ -362,7 +397,7 @@ func (r *reader) hwCounters(dev string, p port, emit func(telemetry.Sample)) {
 			continue
 		}
 		if err != nil {
-			r.fail(fmt.Errorf("read %s: %w", path, err))
+			r.fail(fmt.Errorf("read %s: %w", filepath.Join(dir, name), err))
 			continue
 		}
 		emit(telemetry.Sample{Name: telemetry.MetricIBHWStatisticTotal, Value: float64(v), Labels: telemetry.NewLabels(
