@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime"
 	"runtime/debug"
@@ -69,7 +70,9 @@ type Exporter struct {
 	gpuInv   *Inventory
 	pairs    map[[2]string]*dto.LabelPair
 	unknown  map[string]bool
-	scratch  []*dto.LabelPair // Series' label buffer
+	seed     maphash.Seed
+	cache    map[uint64]*rendered // by the hash of a sample's name and own labels
+	uses     uint32               // renders and walks, to age the cache
 
 	pmu       sync.Mutex // serialises Publish; guards the three below
 	pods      map[int]Allocation
@@ -91,7 +94,76 @@ func NewExporter(opts ExporterOptions) *Exporter {
 	if opts.Revision == "" {
 		opts.Revision = vcsRevision()
 	}
-	return &Exporter{opts: opts, pairs: map[[2]string]*dto.LabelPair{}, unknown: map[string]bool{}}
+	return &Exporter{opts: opts, pairs: map[[2]string]*dto.LabelPair{}, unknown: map[string]bool{},
+		seed: maphash.MakeSeed(), cache: map[uint64]*rendered{}}
+}
+
+// rendered is the label set a sample renders with under one labelling, kept
+// between renders: a node's series keep their labels from one snapshot to the
+// next, and building and sorting them is most of a render's work.
+type rendered struct {
+	name      string
+	raw       telemetry.Labels // the sample's own labels
+	labelling uint64
+	labels    []*dto.LabelPair // sorted; shared, never modified
+	key       uint64           // seriesKey of name and labels
+	used      uint32
+}
+
+// cacheAge is how many renders and walks an entry of the label cache survives
+// unused (series come and go with job ids and pods).
+const cacheAge = 64
+
+// labelsOf returns the labels sample s renders with in exposition x, from the
+// cache or built and cached. e.mu is held.
+func (e *Exporter) labelsOf(x *Exposition, s *telemetry.Sample, family telemetry.MetricFamily) *rendered {
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	h.WriteString(s.Name)
+	for _, l := range s.Labels {
+		h.WriteByte(0xff)
+		h.WriteString(l.Name)
+		h.WriteByte(0xfe)
+		h.WriteString(l.Value)
+	}
+	k := h.Sum64()
+	if r := e.cache[k]; r != nil && r.labelling == x.labelling && r.name == s.Name && slices.Equal(r.raw, s.Labels) {
+		r.used = e.uses
+		return r
+	}
+	labels := slices.Clip(e.sampleLabels(make([]*dto.LabelPair, 0, len(s.Labels)+8), x.snap.Inventory, x.pods, s, family))
+	r := &rendered{name: s.Name, raw: s.Labels, labelling: x.labelling, labels: labels, key: e.seriesKey(s.Name, labels), used: e.uses}
+	e.cache[k] = r
+	return r
+}
+
+// seriesKey hashes a series' name and rendered labels: the same series has the
+// same key in every exposition of this exporter.
+func (e *Exporter) seriesKey(name string, labels []*dto.LabelPair) uint64 {
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	h.WriteString(name)
+	for _, l := range labels {
+		h.WriteByte(0xff)
+		h.WriteString(l.GetName())
+		h.WriteByte(0xfe)
+		h.WriteString(l.GetValue())
+	}
+	return h.Sum64()
+}
+
+// use counts a render or walk, and every cacheAge of them drops the cache
+// entries none of the last cacheAge used. e.mu is held.
+func (e *Exporter) use() {
+	e.uses++
+	if e.uses%cacheAge != 0 {
+		return
+	}
+	for k, r := range e.cache {
+		if e.uses-r.used >= cacheAge {
+			delete(e.cache, k)
+		}
+	}
 }
 
 // Exposition is one published snapshot as the exporter exposes it: the snapshot,
@@ -290,6 +362,7 @@ func (x *Exposition) Families() []*dto.MetricFamily {
 func (e *Exporter) render(x *Exposition) []*dto.MetricFamily {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.use()
 	snap := x.snap
 	byName := map[string]*dto.MetricFamily{}
 	var order []string
@@ -317,7 +390,7 @@ func (e *Exporter) render(x *Exposition) []*dto.MetricFamily {
 	for i := range snap.Samples {
 		s := &snap.Samples[i]
 		mf, d := family(s.Name)
-		m := &dto.Metric{Label: e.sampleLabels(make([]*dto.LabelPair, 0, len(s.Labels)+8), snap.Inventory, x.pods, s, d.Family)}
+		m := &dto.Metric{Label: e.labelsOf(x, s, d.Family).labels}
 		switch mf.GetType() {
 		case dto.MetricType_COUNTER:
 			m.Counter = &dto.Counter{Value: proto.Float64(s.Value)}
@@ -386,7 +459,7 @@ func (e *Exporter) sampleLabels(dst []*dto.LabelPair, inv *Inventory, pods map[i
 			labels = append(labels, e.pair(telemetry.DCGMLabelHostname, e.opts.Node))
 		}
 	}
-	sort.SliceStable(labels, func(a, b int) bool { return labels[a].GetName() < labels[b].GetName() })
+	slices.SortStableFunc(labels, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return dedupPairs(labels)
 }
 
@@ -394,8 +467,8 @@ func (e *Exporter) sampleLabels(dst []*dto.LabelPair, inv *Inventory, pods map[i
 // Families renders for one sample or self-metric, without building a metric.
 type Series struct {
 	Name string
-	// Labels are the rendered label pairs, sorted by name. The slice is reused:
-	// it is valid only during the call.
+	// Labels are the rendered label pairs, sorted by name; shared, not to be
+	// modified.
 	Labels []*dto.LabelPair
 	Value  float64
 	// Time is the sample's collection time, or the snapshot's for series without
@@ -404,6 +477,9 @@ type Series struct {
 	// Part is the Gen of the SamplePart the sample belongs to; 0 for the
 	// self-metrics and for samples outside any part.
 	Part uint64
+	// Key identifies the series (a hash of Name and Labels): the same series has
+	// the same Key in every exposition of the exporter.
+	Key uint64
 }
 
 // Series calls fn with every series of the exposition, in snapshot order and
@@ -416,6 +492,7 @@ func (x *Exposition) Series(skip func(gen uint64) bool, fn func(*Series)) {
 	e := x.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.use()
 	snap := x.snap
 	var sr Series
 	visit := func(from, to int, gen uint64) {
@@ -425,8 +502,8 @@ func (x *Exposition) Series(skip func(gen uint64) bool, fn func(*Series)) {
 			if !known {
 				e.unknown[s.Name] = true
 			}
-			e.scratch = e.sampleLabels(e.scratch[:0], snap.Inventory, x.pods, s, d.Family)
-			sr = Series{Name: s.Name, Labels: e.scratch, Value: s.Value, Time: s.Time, Part: gen}
+			r := e.labelsOf(x, s, d.Family)
+			sr = Series{Name: s.Name, Labels: r.labels, Value: s.Value, Time: s.Time, Part: gen, Key: r.key}
 			if sr.Time.IsZero() {
 				sr.Time = snap.Time
 			}
@@ -446,7 +523,7 @@ func (x *Exposition) Series(skip func(gen uint64) bool, fn func(*Series)) {
 	}
 	visit(from, len(snap.Samples), 0)
 	e.selfMetrics(snap, func(name string, labels []*dto.LabelPair, v float64) {
-		sr = Series{Name: name, Labels: labels, Value: v, Time: snap.Time}
+		sr = Series{Name: name, Labels: labels, Value: v, Time: snap.Time, Key: e.seriesKey(name, labels)}
 		fn(&sr)
 	})
 }

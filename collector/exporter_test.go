@@ -420,3 +420,42 @@ func TestSeriesAreTheRenderedSeries(t *testing.T) {
 		}
 	}
 }
+
+type podAttributor struct{ pod *string }
+
+func (p podAttributor) Allocations() []Allocation {
+	return []Allocation{{GPUIndex: 0, Pod: *p.pod, Namespace: "ml", Container: "main"}}
+}
+
+// TestLabelCacheFollowsPodsAndForgets: labels kept between renders change with
+// the GPU's pod, and the series that stop coming are forgotten.
+func TestLabelCacheFollowsPodsAndForgets(t *testing.T) {
+	pod := "train-0"
+	e := NewExporter(ExporterOptions{Node: "gpu01", Attributor: podAttributor{&pod}})
+	podOf := func(fams []*dto.MetricFamily) string {
+		for _, mf := range fams {
+			if mf.GetName() == telemetry.DCGMSMClock {
+				return label(mf.Metric[0], telemetry.DCGMLabelPod)
+			}
+		}
+		return "no SM clock"
+	}
+	snap := testSnapshot(t)
+	if got := podOf(e.Render(snap)); got != "train-0" {
+		t.Fatalf("pod %q", got)
+	}
+	pod = "train-1"
+	if got := podOf(e.Render(snap)); got != "train-1" {
+		t.Fatalf("pod %q after the GPU changed hands", got)
+	}
+	// Every snapshot a new job's series: the cache stays bounded.
+	for i := range 10 * cacheAge {
+		s := testSnapshot(t)
+		s.Samples = append(s.Samples, telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Value: 1,
+			Labels: telemetry.NewLabels(telemetry.LabelGPUIndex, "0", telemetry.LabelJobID, strconv.Itoa(i))})
+		e.Render(s)
+	}
+	if n := len(e.cache); n > 2*cacheAge+len(snap.Samples) {
+		t.Errorf("label cache holds %d entries", n)
+	}
+}

@@ -60,7 +60,8 @@ func newH100(b *testing.B) *h100 {
 	return &h100{snap: snap, exp: a.Exporter}
 }
 
-// cycle is the snapshot moved i collection intervals later, published.
+// cycle is the snapshot moved i collection intervals later, published: every
+// part a new collection.
 func (h *h100) cycle(i int) *collector.Exposition {
 	d := time.Duration(i) * 10 * time.Second
 	s := *h.snap
@@ -69,6 +70,10 @@ func (h *h100) cycle(i int) *collector.Exposition {
 	for k, x := range h.snap.Samples {
 		x.Time = x.Time.Add(d)
 		s.Samples[k] = x
+	}
+	s.Parts = make([]collector.SamplePart, len(h.snap.Parts))
+	for k, p := range h.snap.Parts {
+		s.Parts[k] = collector.SamplePart{End: p.End, Gen: p.Gen + uint64(i)<<32}
 	}
 	return h.exp.Publish(&s)
 }

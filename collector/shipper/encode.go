@@ -1,7 +1,6 @@
 package shipper
 
 import (
-	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -39,9 +38,8 @@ type encoder struct {
 	// unchanged is the longest, in milliseconds, an unchanged value goes without
 	// being shipped again; 0 ships every new timestamp.
 	unchanged int64
-	seed      maphash.Seed
-	last      map[uint64]lastSeen
-	parts     map[partKey]uint32 // the snapshot each part was last in
+	last      map[uint64]lastSeen // by collector.Series.Key
+	parts     map[partKey]uint32  // the snapshot each part was last in
 	gen       uint32
 	walked    uint64 // series walked, for tests
 
@@ -50,7 +48,7 @@ type encoder struct {
 }
 
 func newEncoder(extra telemetry.Labels, batch int, unchanged time.Duration) *encoder {
-	e := &encoder{batch: batch, unchanged: max(0, unchanged.Milliseconds()), seed: maphash.MakeSeed(),
+	e := &encoder{batch: batch, unchanged: max(0, unchanged.Milliseconds()),
 		last: map[uint64]lastSeen{}, parts: map[partKey]uint32{}}
 	for _, l := range extra {
 		if l.Value != "" {
@@ -87,22 +85,12 @@ func (e *encoder) encode(x *collector.Exposition, out func(data []byte, samples 
 		e.parts[k] = e.gen
 		return seen
 	}
-	var h maphash.Hash
-	h.SetSeed(e.seed)
 	e.req.Timeseries = e.req.Timeseries[:0]
 	x.Series(skip, func(s *collector.Series) {
 		e.walked++
 		part := partKey{s.Part, labelling}
 		ts := s.Time.UnixMilli()
-		h.Reset()
-		h.WriteString(s.Name)
-		for _, l := range s.Labels {
-			h.WriteByte(0xff)
-			h.WriteString(l.GetName())
-			h.WriteByte(0xfe)
-			h.WriteString(l.GetValue())
-		}
-		key := h.Sum64()
+		key := s.Key
 		prev, ok := e.last[key]
 		if ok && prev.ts >= ts {
 			prev.gen, prev.part = e.gen, part
