@@ -115,8 +115,9 @@ type rendered struct {
 const cacheAge = 64
 
 // labelsOf returns the labels sample s renders with in exposition x, from the
-// cache or built and cached. e.mu is held.
-func (e *Exporter) labelsOf(x *Exposition, s *telemetry.Sample, family telemetry.MetricFamily) *rendered {
+// cache or built and cached (a series missing from the catalog is noted for
+// Unknown then). e.mu is held.
+func (e *Exporter) labelsOf(x *Exposition, s *telemetry.Sample) *rendered {
 	var h maphash.Hash
 	h.SetSeed(e.seed)
 	h.WriteString(s.Name)
@@ -131,7 +132,11 @@ func (e *Exporter) labelsOf(x *Exposition, s *telemetry.Sample, family telemetry
 		r.used = e.uses
 		return r
 	}
-	labels := slices.Clip(e.sampleLabels(make([]*dto.LabelPair, 0, len(s.Labels)+8), x.snap.Inventory, x.pods, s, family))
+	d, known := telemetry.LookupMetric(s.Name)
+	if !known {
+		e.unknown[s.Name] = true
+	}
+	labels := slices.Clip(e.sampleLabels(make([]*dto.LabelPair, 0, len(s.Labels)+8), x.snap.Inventory, x.pods, s, d.Family))
 	r := &rendered{name: s.Name, raw: s.Labels, labelling: x.labelling, labels: labels, key: e.seriesKey(s.Name, labels), used: e.uses}
 	e.cache[k] = r
 	return r
@@ -366,10 +371,10 @@ func (e *Exporter) render(x *Exposition) []*dto.MetricFamily {
 	snap := x.snap
 	byName := map[string]*dto.MetricFamily{}
 	var order []string
-	family := func(name string) (*dto.MetricFamily, telemetry.MetricDesc) {
-		d, known := telemetry.LookupMetric(name)
+	family := func(name string) *dto.MetricFamily {
 		mf, ok := byName[name]
 		if !ok {
+			d, known := telemetry.LookupMetric(name)
 			mf = &dto.MetricFamily{Name: proto.String(name)}
 			switch {
 			case !known:
@@ -385,12 +390,12 @@ func (e *Exporter) render(x *Exposition) []*dto.MetricFamily {
 			byName[name] = mf
 			order = append(order, name)
 		}
-		return mf, d
+		return mf
 	}
 	for i := range snap.Samples {
 		s := &snap.Samples[i]
-		mf, d := family(s.Name)
-		m := &dto.Metric{Label: e.labelsOf(x, s, d.Family).labels}
+		mf := family(s.Name)
+		m := &dto.Metric{Label: e.labelsOf(x, s).labels}
 		switch mf.GetType() {
 		case dto.MetricType_COUNTER:
 			m.Counter = &dto.Counter{Value: proto.Float64(s.Value)}
@@ -405,7 +410,7 @@ func (e *Exporter) render(x *Exposition) []*dto.MetricFamily {
 		mf.Metric = append(mf.Metric, m)
 	}
 	e.selfMetrics(snap, func(name string, labels []*dto.LabelPair, v float64) {
-		mf, _ := family(name)
+		mf := family(name)
 		m := &dto.Metric{Label: labels}
 		if mf.GetType() == dto.MetricType_COUNTER {
 			m.Counter = &dto.Counter{Value: proto.Float64(v)}
@@ -498,11 +503,7 @@ func (x *Exposition) Series(skip func(gen uint64) bool, fn func(*Series)) {
 	visit := func(from, to int, gen uint64) {
 		for i := from; i < to; i++ {
 			s := &snap.Samples[i]
-			d, known := telemetry.LookupMetric(s.Name)
-			if !known {
-				e.unknown[s.Name] = true
-			}
-			r := e.labelsOf(x, s, d.Family)
+			r := e.labelsOf(x, s)
 			sr = Series{Name: s.Name, Labels: r.labels, Value: s.Value, Time: s.Time, Part: gen, Key: r.key}
 			if sr.Time.IsZero() {
 				sr.Time = snap.Time
