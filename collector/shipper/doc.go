@@ -62,7 +62,9 @@
 // drops the oldest records first and counts their samples as queue_full. Segment
 // files already sent are deleted as the cursor passes them, so the directory stays
 // within MaxBytes plus one segment. With QueueDir "" the same queue lives in
-// memory, with the same bound.
+// memory, with the same bound; there a segment whose records have all been sent
+// is released at the next append, so a store that keeps up costs the memory of
+// the last request, not of a segment filling up with delivered data.
 //
 // # Self-metrics
 //

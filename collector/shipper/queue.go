@@ -294,7 +294,12 @@ func (q *queue) append(data []byte, samples int) error {
 func (q *queue) active(need int64) (*segment, error) {
 	if n := len(q.segs); n > 0 {
 		s := q.segs[n-1]
-		if !s.sealed && s.end() == q.next && (s.size+need <= q.opts.segmentBytes || len(s.recs) == 0) {
+		// In memory, a segment whose records have all been sent is let go
+		// rather than appended to: it would otherwise keep up to SegmentBytes
+		// (8 MiB) of delivered data until it filled. On disk it is kept: a file
+		// per record would be worse.
+		sent := q.opts.dir == "" && len(s.recs) > 0 && s.end() <= q.head
+		if !s.sealed && s.end() == q.next && (s.size+need <= q.opts.segmentBytes || len(s.recs) == 0) && !sent {
 			return s, nil
 		}
 		if s.f != nil && s.dirty {
