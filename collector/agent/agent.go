@@ -116,6 +116,7 @@ type Agent struct {
 
 	nvml     *nvmlsrc.Source
 	xid      *xid.Source
+	ib       *infiniband.Source
 	topology *topology.Source
 	attr     *attribution.Source
 	dcgm     *dcgm.Source
@@ -244,7 +245,7 @@ func New(opts Options) (*Agent, error) {
 		Now: opts.Now, FromStart: opts.KmsgFromStart, BootTime: opts.BootTime, Logger: log,
 		PollInterval: opts.KmsgPoll})
 
-	ib, err := infiniband.New(infiniband.Options{SysfsRoot: opts.SysfsRoot,
+	a.ib, err = infiniband.New(infiniband.Options{SysfsRoot: opts.SysfsRoot,
 		DeviceInclude: opts.IBInclude, DeviceExclude: opts.IBExclude})
 	if err != nil {
 		return nil, fmt.Errorf("infiniband device filter: %w", err)
@@ -269,7 +270,7 @@ func New(opts Options) (*Agent, error) {
 			UpdateEvery: opts.Interval, Now: opts.Now})
 		sources = append(sources, a.dcgm)
 	}
-	sources = append(sources, ib, a.xid)
+	sources = append(sources, a.ib, a.xid)
 	if a.nvmlErr == nil {
 		sources = append(sources, a.topology, a.attr)
 	}
@@ -388,11 +389,12 @@ func (a *Agent) Collect(ctx context.Context, full bool) *collector.Snapshot {
 	return a.Runner.Cycle(ctx, full)
 }
 
-// Close saves the health state, stops DCGM and shuts NVML down. Run calls it.
+// Close saves the health state, closes the files the InfiniBand source keeps
+// open, stops DCGM and shuts NVML down. Run calls it.
 func (a *Agent) Close() error {
 	var errs []error
 	a.closeOne.Do(func() {
-		errs = append(errs, a.Health.Save())
+		errs = append(errs, a.Health.Save(), a.ib.Close())
 		if a.Shipper != nil {
 			errs = append(errs, a.Shipper.Close()) // Run closes its own queue; this one never ran
 		}
