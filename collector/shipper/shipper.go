@@ -271,8 +271,13 @@ func (s *Shipper) Run(ctx context.Context) error {
 	encDone := make(chan struct{})
 	go func() {
 		defer close(encDone)
-		tick := time.NewTicker(max(s.opts.SyncInterval, 10*time.Millisecond))
-		defer tick.Stop()
+		// fsync pacing: only a queue on disk has anything to sync.
+		var syncs <-chan time.Time
+		if s.opts.QueueDir != "" {
+			tick := time.NewTicker(max(s.opts.SyncInterval, 10*time.Millisecond))
+			defer tick.Stop()
+			syncs = tick.C
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -280,7 +285,7 @@ func (s *Shipper) Run(ctx context.Context) error {
 				return
 			case <-s.wake:
 				s.encodePending()
-			case <-tick.C:
+			case <-syncs:
 				s.q.sync()
 			}
 		}
