@@ -72,6 +72,7 @@ type Exporter struct {
 	unknown  map[string]bool
 	seed     maphash.Seed
 	cache    map[uint64]*rendered // by the hash of a sample's name and own labels
+	byPos    []*rendered          // the entry each snapshot position had last time
 	uses     uint32               // renders and walks, to age the cache
 
 	pmu       sync.Mutex // serialises Publish; guards the three below
@@ -114,10 +115,27 @@ type rendered struct {
 // unused (series come and go with job ids and pods).
 const cacheAge = 64
 
-// labelsOf returns the labels sample s renders with in exposition x, from the
-// cache or built and cached (a series missing from the catalog is noted for
-// Unknown then). e.mu is held.
-func (e *Exporter) labelsOf(x *Exposition, s *telemetry.Sample) *rendered {
+// labelsOf returns the labels sample s, at position i of its snapshot, renders
+// with in exposition x, from the cache or built and cached (a series missing from
+// the catalog is noted for Unknown then). The snapshots of a node keep their
+// series in the same order, so the entry the same position had last time is
+// tried first, without hashing. e.mu is held.
+func (e *Exporter) labelsOf(x *Exposition, i int, s *telemetry.Sample) *rendered {
+	if i < len(e.byPos) {
+		if r := e.byPos[i]; r != nil && r.labelling == x.labelling && r.name == s.Name && slices.Equal(r.raw, s.Labels) {
+			r.used = e.uses
+			return r
+		}
+	} else {
+		e.byPos = append(e.byPos, make([]*rendered, i+1-len(e.byPos))...)
+	}
+	r := e.lookup(x, s)
+	e.byPos[i] = r
+	return r
+}
+
+// lookup is labelsOf's cache lookup by the sample's identity.
+func (e *Exporter) lookup(x *Exposition, s *telemetry.Sample) *rendered {
 	var h maphash.Hash
 	h.SetSeed(e.seed)
 	h.WriteString(s.Name)
@@ -167,6 +185,11 @@ func (e *Exporter) use() {
 	for k, r := range e.cache {
 		if e.uses-r.used >= cacheAge {
 			delete(e.cache, k)
+		}
+	}
+	for i, r := range e.byPos {
+		if r != nil && e.uses-r.used >= cacheAge {
+			e.byPos[i] = nil
 		}
 	}
 }
@@ -395,7 +418,7 @@ func (e *Exporter) render(x *Exposition) []*dto.MetricFamily {
 	for i := range snap.Samples {
 		s := &snap.Samples[i]
 		mf := family(s.Name)
-		m := &dto.Metric{Label: e.labelsOf(x, s).labels}
+		m := &dto.Metric{Label: e.labelsOf(x, i, s).labels}
 		switch mf.GetType() {
 		case dto.MetricType_COUNTER:
 			m.Counter = &dto.Counter{Value: proto.Float64(s.Value)}
@@ -503,7 +526,7 @@ func (x *Exposition) Series(skip func(gen uint64) bool, fn func(*Series)) {
 	visit := func(from, to int, gen uint64) {
 		for i := from; i < to; i++ {
 			s := &snap.Samples[i]
-			r := e.labelsOf(x, s)
+			r := e.labelsOf(x, i, s)
 			sr = Series{Name: s.Name, Labels: r.labels, Value: s.Value, Time: s.Time, Part: gen, Key: r.key}
 			if sr.Time.IsZero() {
 				sr.Time = snap.Time

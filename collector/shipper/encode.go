@@ -20,8 +20,9 @@ const nameLabel = "__name__"
 // shipped, the snapshot that last had it and the part of that snapshot it was
 // last read from.
 type lastSeen struct {
-	ts      int64 // the newest timestamp rendered
-	shipped int64 // the timestamp last shipped
+	key     uint64 // collector.Series.Key
+	ts      int64  // the newest timestamp rendered
+	shipped int64  // the timestamp last shipped
 	v       float64
 	gen     uint32
 	part    partKey
@@ -38,10 +39,14 @@ type encoder struct {
 	// unchanged is the longest, in milliseconds, an unchanged value goes without
 	// being shipped again; 0 ships every new timestamp.
 	unchanged int64
-	last      map[uint64]lastSeen // by collector.Series.Key
-	parts     map[partKey]uint32  // the snapshot each part was last in
-	gen       uint32
-	walked    uint64 // series walked, for tests
+	last      map[uint64]*lastSeen // by collector.Series.Key
+	// byWalk is the entry the n-th series walked had in the last snapshot: the
+	// walks of a node's snapshots meet their series in the same order, so it
+	// is tried before the map.
+	byWalk []*lastSeen
+	parts  map[partKey]uint32 // the snapshot each part was last in
+	gen    uint32
+	walked uint64 // series walked, for tests
 
 	req prompb.WriteRequest
 	buf []byte
@@ -49,7 +54,7 @@ type encoder struct {
 
 func newEncoder(extra telemetry.Labels, batch int, unchanged time.Duration) *encoder {
 	e := &encoder{batch: batch, unchanged: max(0, unchanged.Milliseconds()),
-		last: map[uint64]lastSeen{}, parts: map[partKey]uint32{}}
+		last: map[uint64]*lastSeen{}, parts: map[partKey]uint32{}}
 	for _, l := range extra {
 		if l.Value != "" {
 			e.extra = append(e.extra, prompb.Label{Name: l.Name, Value: l.Value})
@@ -86,24 +91,43 @@ func (e *encoder) encode(x *collector.Exposition, out func(data []byte, samples 
 		return seen
 	}
 	e.req.Timeseries = e.req.Timeseries[:0]
+	n := 0
 	x.Series(skip, func(s *collector.Series) {
 		e.walked++
 		part := partKey{s.Part, labelling}
 		ts := s.Time.UnixMilli()
 		key := s.Key
-		prev, ok := e.last[key]
-		if ok && prev.ts >= ts {
-			prev.gen, prev.part = e.gen, part
-			e.last[key] = prev
-			return
+		var prev *lastSeen
+		if n < len(e.byWalk) && e.byWalk[n] != nil && e.byWalk[n].key == key {
+			prev = e.byWalk[n]
+		} else {
+			prev = e.last[key]
+			if n >= len(e.byWalk) {
+				e.byWalk = append(e.byWalk, make([]*lastSeen, n+1-len(e.byWalk))...)
+			}
 		}
-		if ok && e.unchanged > 0 && sameValue(prev.v, s.Value) && ts-prev.shipped < e.unchanged {
+		switch {
+		case prev == nil:
+			prev = &lastSeen{key: key, ts: ts, shipped: ts, v: s.Value}
+			e.last[key] = prev
+		case prev.ts >= ts:
+			prev.gen, prev.part = e.gen, part
+			e.byWalk[n] = prev
+			n++
+			return
+		case e.unchanged > 0 && sameValue(prev.v, s.Value) && ts-prev.shipped < e.unchanged:
 			// Unchanged since it was last shipped, and shipped recently: a
 			// change is shipped at once, a steady value once per interval.
-			e.last[key] = lastSeen{ts: ts, shipped: prev.shipped, v: s.Value, gen: e.gen, part: part}
+			prev.ts, prev.v, prev.gen, prev.part = ts, s.Value, e.gen, part
+			e.byWalk[n] = prev
+			n++
 			return
+		default:
+			prev.ts, prev.shipped, prev.v = ts, ts, s.Value
 		}
-		e.last[key] = lastSeen{ts: ts, shipped: ts, v: s.Value, gen: e.gen, part: part}
+		prev.gen, prev.part = e.gen, part
+		e.byWalk[n] = prev
+		n++
 		e.req.Timeseries = append(e.req.Timeseries, prompb.TimeSeries{
 			Labels:  e.labels(s.Name, s.Labels),
 			Samples: []prompb.Sample{{Value: s.Value, Timestamp: ts}},
@@ -133,6 +157,11 @@ func (e *encoder) encode(x *collector.Exposition, out func(data []byte, samples 
 			}
 			if e.gen-seen >= forgetAfter {
 				delete(e.last, k)
+			}
+		}
+		for i, l := range e.byWalk {
+			if l != nil && e.last[l.key] != l {
+				e.byWalk[i] = nil // forgotten
 			}
 		}
 		for k, g := range e.parts {
