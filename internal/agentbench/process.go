@@ -237,9 +237,13 @@ func runProcess(args []string) error {
 		return fmt.Errorf("measuring the binary's start-up: %w", err)
 	}
 
+	runtimeShare := sp.sum(shared).Seconds() / sp.total.Seconds()
 	fmt.Printf("\nthe agent alone, without the simulated hardware:\n")
 	fmt.Printf("  CPU: %.1f%% of the profile × %.2f%% of one core = %.2f%% ± %.2f%% of one core (goal ≤ %.1f%%): %s\n",
 		100*share, 100*cpu.Seconds()/wall.Seconds(), agentCPU, sigma, goalCPU, verdict(agentCPU <= goalCPU))
+	fmt.Printf("    of which the Go runtime's scheduling and GC, which the simulated node causes too, charged whole\n"+
+		"    to the agent: %.2f%%; the agent's own code: %.2f%%\n",
+		runtimeShare*100*cpu.Seconds()/wall.Seconds(), (share-runtimeShare)*100*cpu.Seconds()/wall.Seconds())
 	fmt.Printf("  resident: VmRSS %.1f MiB − the simulated node's Go heap %.1f MiB = %.1f MiB (goal ≤ %.0f MiB): %s\n",
 		float64(mem["VmRSS"])/mib, float64(simHeap)/mib, float64(agentRSS)/mib, float64(goalRSS)/mib, verdict(agentRSS <= goalRSS))
 	fmt.Printf("    of which the binary's start-up alone (`%s version`: package initialisation of every subcommand's\n"+

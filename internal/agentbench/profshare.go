@@ -33,7 +33,13 @@ const (
 	catSimulator = "outside: simulated hardware advancing"
 	catSimNVML   = "cycle: simulated NVML library (simhw, not agent code)"
 	catProfiler  = "outside: the profiler itself"
+	catRuntime   = "outside: scheduler, syscalls, runtime, harness"
+	catGC        = "outside: GC background marking (all allocations)"
 )
+
+// shared reports whether category c is Go runtime work the agent and the
+// simulated node cause together (scheduling, GC), charged to the agent whole.
+func shared(c string) bool { return c == catRuntime || c == catGC }
 
 // simulated reports whether category c is the simulated hardware's work.
 func simulated(c string) bool { return c == catSimulator || c == catSimNVML }
@@ -174,7 +180,7 @@ func classify(frames []string) (string, bool) {
 	case has(frames, mod+"collector/simhw"), has(frames, "main.(*simNode)"):
 		return catSimulator, false
 	case has(frames, "runtime.gcBgMarkWorker"):
-		return "outside: GC background marking (all allocations)", false
+		return catGC, false
 	case has(frames, "promhttp."):
 		return "outside: /metrics scrapes (render, encode, compress)", false
 	case has(frames, "runtime/pprof."):
@@ -190,5 +196,5 @@ func classify(frames []string) (string, bool) {
 	case has(frames, mod):
 		return "outside: other gpuwatch code", false
 	}
-	return "outside: scheduler, syscalls, runtime, harness", false
+	return catRuntime, false
 }
