@@ -11,8 +11,13 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLDEN_PKGS := ./telemetry/
 # The demo's simulated length and speed: 10 simulated minutes at 20x take about 30 s of wall time.
 DEMO_FLAGS ?= --duration 10m --speed 20
-# `make bench` runs the simulated agent as a real process for this long, scraping it.
-AGENTBENCH_FLAGS ?= -duration 60s -scrape 15s
+# `make bench` runs the simulated agent as a real process for this long, scraping it
+# and receiving its remote write as production does, and fails (last, after every
+# other benchmark) when the agent alone, without the simulated hardware, misses
+# issue 12's goals: 0.5% of one core, 30 MiB. 120 s, not 60: the CPU split comes
+# from a profile sampled at 100 Hz, where the agent is about 15 samples a minute;
+# 120 s measures it to ±0.05% of a core (one standard deviation), 60 s to ±0.08%.
+AGENTBENCH_FLAGS ?= -duration 120s -scrape 15s -remote-write
 # `make bench-store` sizes: the side-by-side ingest run, the paced 1,000-node
 # run, the disk-per-sample run and the dashboard queries over a day of data.
 STOREBENCH_INGEST_FLAGS ?= -nodes 1000 -cycles 6
@@ -74,8 +79,8 @@ lint: ## gofmt, go vet and staticcheck
 bench: build bench-store ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./internal/agentbench hour
-	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
 	GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_BENCH_DRAIN=100 $(GO) test -count=1 -run '^TestDrainLatency$$' -v ./test/
+	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
 	$(GO) run ./internal/soak -bin $(BIN) $(SOAK_FLAGS)
 
 .PHONY: bench-store

@@ -136,6 +136,21 @@ type Snapshot struct {
 	Inventory *Inventory         // nil before discovery
 	Samples   []telemetry.Sample // every source's latest samples, each with its own Time
 	Sources   []SourceStatus     // one per registered source, in registry order
+	// Parts divides Samples into the consecutive runs each collection produced
+	// (a source's full or health-schedule samples, a deriver's), in order. A
+	// part's Gen is unique to the collection: two snapshots holding a part with
+	// the same Gen hold the same samples there (a full collection rides along
+	// unchanged in every health snapshot until the next one), so a consumer that
+	// has seen it may skip it. Samples past the last part, and parts with Gen 0,
+	// are of unknown origin. Nil in snapshots not built by the Runner.
+	Parts []SamplePart
+}
+
+// SamplePart is one run of a Snapshot's Samples: those from the previous part's
+// End (or 0) up to End, from the collection numbered Gen.
+type SamplePart struct {
+	End int
+	Gen uint64
 }
 
 // SourceStatus is a source's self-observation.

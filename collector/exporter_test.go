@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -351,5 +352,110 @@ func TestScrapeGzip(t *testing.T) {
 	}
 	if get("gzip;q=0").Header.Get("Content-Encoding") != "" {
 		t.Errorf("gzip;q=0 got gzip")
+	}
+}
+
+// TestPublishRendersOnDemand: publishing renders nothing; the first Gather after
+// a publication renders it, later ones reuse the rendering.
+func TestPublishRendersOnDemand(t *testing.T) {
+	e := NewExporter(ExporterOptions{Node: "gpu01"})
+	if fams, _ := e.Gather(); fams != nil {
+		t.Fatalf("Gather before any publication: %d families", len(fams))
+	}
+	for range 3 {
+		e.Publish(testSnapshot(t))
+	}
+	if n := e.Renders(); n != 0 {
+		t.Fatalf("%d renders after three publications, want none", n)
+	}
+	a, _ := e.Gather()
+	b, _ := e.Gather()
+	if e.Renders() != 1 || len(a) == 0 || &a[0] != &b[0] {
+		t.Fatalf("%d renders for two scrapes of one snapshot, want one shared rendering", e.Renders())
+	}
+	x := e.Publish(testSnapshot(t))
+	c, _ := e.Gather()
+	if e.Renders() != 2 || &c[0] != &x.Families()[0] {
+		t.Fatalf("%d renders, want a new one for the new snapshot, shared with its exposition", e.Renders())
+	}
+}
+
+// TestSeriesAreTheRenderedSeries: what Exposition.Series hands the shipper is
+// what /metrics shows: the same names, label sets and values, timestamps as the
+// exporter stamps them, in both label modes and with pods.
+func TestSeriesAreTheRenderedSeries(t *testing.T) {
+	attr := staticAttributor{{GPUIndex: 0, Pod: "train-0", Namespace: "ml", Container: "main"}}
+	for _, mode := range []LabelMode{LabelsDCGM, LabelsSnake} {
+		e := NewExporter(ExporterOptions{Node: "gpu01", Labels: mode, Attributor: attr, Timestamps: true})
+		snap := testSnapshot(t)
+		snap.Samples = append(snap.Samples, telemetry.Sample{Name: "no_time_of_its_own", Value: 2})
+		snap.Time = snap.Time.Add(time.Second)
+		x := e.Publish(snap)
+		key := func(name string, ls []*dto.LabelPair, v float64) string {
+			s := name
+			for _, l := range ls {
+				s += "," + l.GetName() + "=" + l.GetValue()
+			}
+			return s + " " + strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		var rendered []string
+		for _, mf := range x.Families() {
+			for _, m := range mf.Metric {
+				v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+				ts := snap.Time.UnixMilli()
+				if m.TimestampMs != nil {
+					ts = m.GetTimestampMs()
+				}
+				rendered = append(rendered, key(mf.GetName(), m.Label, v)+" @"+strconv.FormatInt(ts, 10))
+			}
+		}
+		var series []string
+		x.Series(func(uint64) bool { t.Error("skip asked without parts"); return true }, func(s *Series) {
+			series = append(series, key(s.Name, s.Labels, s.Value)+" @"+strconv.FormatInt(s.Time.UnixMilli(), 10))
+		})
+		slices.Sort(rendered)
+		slices.Sort(series)
+		if !slices.Equal(rendered, series) || len(series) != x.Len() {
+			t.Errorf("%s: rendered\n%s\nseries (%d, Len %d)\n%s", mode, strings.Join(rendered, "\n"), len(series), x.Len(), strings.Join(series, "\n"))
+		}
+	}
+}
+
+type podAttributor struct{ pod *string }
+
+func (p podAttributor) Allocations() []Allocation {
+	return []Allocation{{GPUIndex: 0, Pod: *p.pod, Namespace: "ml", Container: "main"}}
+}
+
+// TestLabelCacheFollowsPodsAndForgets: labels kept between renders change with
+// the GPU's pod, and the series that stop coming are forgotten.
+func TestLabelCacheFollowsPodsAndForgets(t *testing.T) {
+	pod := "train-0"
+	e := NewExporter(ExporterOptions{Node: "gpu01", Attributor: podAttributor{&pod}})
+	podOf := func(fams []*dto.MetricFamily) string {
+		for _, mf := range fams {
+			if mf.GetName() == telemetry.DCGMSMClock {
+				return label(mf.Metric[0], telemetry.DCGMLabelPod)
+			}
+		}
+		return "no SM clock"
+	}
+	snap := testSnapshot(t)
+	if got := podOf(e.Render(snap)); got != "train-0" {
+		t.Fatalf("pod %q", got)
+	}
+	pod = "train-1"
+	if got := podOf(e.Render(snap)); got != "train-1" {
+		t.Fatalf("pod %q after the GPU changed hands", got)
+	}
+	// Every snapshot a new job's series: the cache stays bounded.
+	for i := range 10 * cacheAge {
+		s := testSnapshot(t)
+		s.Samples = append(s.Samples, telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Value: 1,
+			Labels: telemetry.NewLabels(telemetry.LabelGPUIndex, "0", telemetry.LabelJobID, strconv.Itoa(i))})
+		e.Render(s)
+	}
+	if n := len(e.cache); n > 2*cacheAge+len(snap.Samples) {
+		t.Errorf("label cache holds %d entries", n)
 	}
 }

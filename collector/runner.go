@@ -30,7 +30,7 @@ type RunnerOptions struct {
 	// slow first discovery (topology, DCGM's connect) is not cut short.
 	Timeout time.Duration
 	// OnPublish is called with every published snapshot, on the loop's goroutine
-	// (the exporter renders there, off the scrape path).
+	// (the agent publishes it to the exporter and hands it to the shipper there).
 	OnPublish func(*Snapshot)
 	Logger    *slog.Logger
 	// Now is the clock that stamps samples and snapshots; nil means time.Now. The
@@ -46,6 +46,7 @@ type Runner struct {
 	slots   []*slot
 	current atomic.Pointer[Snapshot]
 	cycles  atomic.Uint64
+	gens    atomic.Uint64 // numbers the collections: SamplePart.Gen
 }
 
 // slot is one source's state between cycles. busy guards against calling a source
@@ -60,6 +61,8 @@ type slot struct {
 	until    time.Time // the running call's deadline (wall clock)
 	full     []telemetry.Sample
 	fast     []telemetry.Sample
+	fullGen  uint64 // the collection full came from
+	fastGen  uint64
 	status   SourceStatus
 	reported string // the error last logged, to log each distinct error once
 }
@@ -193,10 +196,14 @@ func (r *Runner) cycle(ctx context.Context, full, scheduled bool) *Snapshot {
 		sl.mu.Unlock()
 	}
 	snap.Samples = make([]telemetry.Sample, 0, total+64)
+	snap.Sources = make([]SourceStatus, 0, len(r.slots)+len(r.opts.Derivers))
+	snap.Parts = make([]SamplePart, 0, 2*len(r.slots)+len(r.opts.Derivers))
 	for _, sl := range r.slots {
 		sl.mu.Lock()
 		snap.Samples = append(snap.Samples, sl.full...)
+		snap.Parts = appendPart(snap.Parts, len(snap.Samples), sl.fullGen)
 		snap.Samples = append(snap.Samples, sl.fast...)
+		snap.Parts = appendPart(snap.Parts, len(snap.Samples), sl.fastGen)
 		snap.Sources = append(snap.Sources, sl.status)
 		sl.mu.Unlock()
 	}
@@ -219,6 +226,7 @@ func (r *Runner) cycle(ctx context.Context, full, scheduled bool) *Snapshot {
 			st.LastSuccess = start
 		}
 		snap.Samples = append(snap.Samples, derived...)
+		snap.Parts = appendPart(snap.Parts, len(snap.Samples), r.gens.Add(1))
 		snap.Sources = append(snap.Sources, st)
 	}
 	r.current.Store(snap)
@@ -227,6 +235,14 @@ func (r *Runner) cycle(ctx context.Context, full, scheduled bool) *Snapshot {
 		r.opts.OnPublish(snap)
 	}
 	return snap
+}
+
+// appendPart ends a part of a snapshot's samples at end; an empty one is left out.
+func appendPart(parts []SamplePart, end int, gen uint64) []SamplePart {
+	if len(parts) > 0 && parts[len(parts)-1].End == end || len(parts) == 0 && end == 0 {
+		return parts
+	}
+	return append(parts, SamplePart{End: end, Gen: gen})
 }
 
 // collect runs one source's collection with the per-source timeout. A call that
@@ -294,10 +310,10 @@ func (r *Runner) collect(ctx context.Context, sl *slot, full bool) {
 	// A failed collection keeps the samples it emitted; what it could not read is
 	// absent, so nothing stale is served as if it were fresh.
 	if sl.health != nil {
-		sl.fast = res.fast
+		sl.fast, sl.fastGen = res.fast, r.gens.Add(1)
 	}
 	if full {
-		sl.full = res.full
+		sl.full, sl.fullGen = res.full, r.gens.Add(1)
 	}
 	sl.status.Duration = dur
 	sl.status.Samples = len(sl.full) + len(sl.fast)

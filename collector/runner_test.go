@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +163,45 @@ func TestRunnerRejectsBadOptions(t *testing.T) {
 	a := &fakeSource{name: "x"}
 	if _, err := NewRunner(RunnerOptions{Sources: []Source{a, a}, Interval: time.Second}); err == nil {
 		t.Error("duplicate source accepted")
+	}
+}
+
+// TestRunnerParts: a snapshot's parts cover its samples source by source; a
+// health cycle keeps the full collections' parts (same Gen, same samples) and
+// numbers its new collections and the derivers' output afresh.
+func TestRunnerParts(t *testing.T) {
+	a := fakeHealthSource{&fakeSource{name: "a",
+		full:   []telemetry.Sample{gpuSample(telemetry.DCGMGPUTemp, "0", 40), gpuSample(telemetry.DCGMGPUTemp, "1", 41)},
+		health: []telemetry.Sample{gpuSample(telemetry.DCGMECCDBEVolTotal, "0", 0)}}}
+	b := &fakeSource{name: "b", full: []telemetry.Sample{gpuSample(telemetry.DCGMPowerUsage, "0", 300)}}
+	empty := &fakeSource{name: "empty"}
+	r, err := NewRunner(RunnerOptions{Sources: []Source{a, empty, b}, Interval: 10 * time.Second, HealthInterval: time.Second,
+		Derivers: []Deriver{deriverFunc{"d", func(s *Snapshot, emit func(telemetry.Sample)) error {
+			emit(telemetry.Sample{Name: telemetry.MetricNodeHealthState, Value: 0})
+			return nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := r.Cycle(context.Background(), true)
+	health := r.Cycle(context.Background(), false)
+	for _, s := range []*Snapshot{full, health} {
+		ends := []int{}
+		for _, p := range s.Parts {
+			ends = append(ends, p.End)
+			if p.Gen == 0 {
+				t.Errorf("part ending at %d has Gen 0", p.End)
+			}
+		}
+		// a's full, a's health, b's full, the deriver's: the empty source has none.
+		if want := []int{2, 3, 4, 5}; !slices.Equal(ends, want) {
+			t.Fatalf("part ends %v, want %v", ends, want)
+		}
+	}
+	if full.Parts[0].Gen != health.Parts[0].Gen || full.Parts[2].Gen != health.Parts[2].Gen {
+		t.Errorf("full collections renumbered in a health cycle: %v then %v", full.Parts, health.Parts)
+	}
+	if full.Parts[1].Gen == health.Parts[1].Gen || full.Parts[3].Gen == health.Parts[3].Gen {
+		t.Errorf("health collection or derived samples kept their number: %v then %v", full.Parts, health.Parts)
 	}
 }

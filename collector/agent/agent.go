@@ -128,6 +128,7 @@ type Agent struct {
 
 	nvml     *nvmlsrc.Source
 	xid      *xid.Source
+	ib       *infiniband.Source
 	topology *topology.Source
 	attr     *attribution.Source
 	dcgm     *dcgm.Source
@@ -256,7 +257,7 @@ func New(opts Options) (*Agent, error) {
 		Now: opts.Now, FromStart: opts.KmsgFromStart, BootTime: opts.BootTime, Logger: log,
 		PollInterval: opts.KmsgPoll})
 
-	ib, err := infiniband.New(infiniband.Options{SysfsRoot: opts.SysfsRoot,
+	a.ib, err = infiniband.New(infiniband.Options{SysfsRoot: opts.SysfsRoot,
 		DeviceInclude: opts.IBInclude, DeviceExclude: opts.IBExclude})
 	if err != nil {
 		return nil, fmt.Errorf("infiniband device filter: %w", err)
@@ -282,13 +283,13 @@ func New(opts Options) (*Agent, error) {
 			UpdateEvery: opts.Interval, Now: opts.Now})
 		sources = append(sources, a.dcgm)
 	}
-	sources = append(sources, ib, a.xid)
+	sources = append(sources, a.ib, a.xid)
 	if a.nvmlErr == nil {
 		sources = append(sources, a.topology, a.attr)
 	}
 
 	// Remote write: the shipper reports itself as a source and is fed every
-	// published snapshot as /metrics renders it.
+	// published snapshot as /metrics exposes it.
 	if opts.RemoteWriteURL != "" {
 		unchanged := opts.RemoteWriteUnchanged
 		switch {
@@ -328,9 +329,11 @@ func New(opts Options) (*Agent, error) {
 			if a.Pusher != nil {
 				a.Pusher.Offer(eng.Report()) // first: a changed verdict leaves at once
 			}
-			fams := a.Exporter.Render(s)
+			// Publishing renders nothing: a scrape renders the snapshot it reads,
+			// and the shipper reads only the series it has not sent.
+			x := a.Exporter.Publish(s)
 			if a.Shipper != nil {
-				a.Shipper.Enqueue(s, fams)
+				a.Shipper.Enqueue(x)
 			}
 		},
 		Logger: log, Now: opts.Now,
@@ -399,11 +402,12 @@ func (a *Agent) Collect(ctx context.Context, full bool) *collector.Snapshot {
 	return a.Runner.Cycle(ctx, full)
 }
 
-// Close saves the health state, stops DCGM and shuts NVML down. Run calls it.
+// Close saves the health state, closes the files the InfiniBand source keeps
+// open, stops DCGM and shuts NVML down. Run calls it.
 func (a *Agent) Close() error {
 	var errs []error
 	a.closeOne.Do(func() {
-		errs = append(errs, a.Health.Save())
+		errs = append(errs, a.Health.Save(), a.ib.Close())
 		if a.Shipper != nil {
 			errs = append(errs, a.Shipper.Close()) // Run closes its own queue; this one never ran
 		}

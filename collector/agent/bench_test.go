@@ -32,10 +32,10 @@ import (
 //     ns/op.
 //   - series: samples in the published snapshot.
 //   - sources-µs/op: the wall time of the slowest source in the cycle (they run
-//     concurrently); health-µs/op: the health engine (the deriver). The rest of
-//     ns/op is mostly the exporter's Render in OnPublish, which BenchmarkAgentRender
-//     measures alone (a health cycle's snapshot carries the last full samples too,
-//     so both cycles render the same series).
+//     concurrently); health-µs/op: the health engine (the deriver). Publishing
+//     the snapshot renders nothing: a scrape renders the snapshot it reads, which
+//     BenchmarkAgentRender measures (a health cycle's snapshot carries the last
+//     full samples too, so both cycles' snapshots render the same series).
 
 type benchAgent struct {
 	fleet *simhw.Fleet
@@ -150,15 +150,15 @@ func benchCycle(b *testing.B, full bool) {
 
 // BenchmarkAgentHealthCycle is one health-interval cycle (every second by default):
 // the health-critical fields of every source that has them, the health engine and
-// the exporter's render.
+// the publication of the snapshot.
 func BenchmarkAgentHealthCycle(b *testing.B) { benchCycle(b, false) }
 
 // BenchmarkAgentFullCycle is one full cycle (every 10 s by default): every field
-// of every source, the health engine and the exporter's render.
+// of every source, the health engine and the publication of the snapshot.
 func BenchmarkAgentFullCycle(b *testing.B) { benchCycle(b, true) }
 
 // BenchmarkAgentRender is the exporter's Render alone on the agent's own full
-// snapshot (what OnPublish costs in every cycle).
+// snapshot: what the first scrape of a snapshot costs on top of encoding it.
 func BenchmarkAgentRender(b *testing.B) {
 	ba := newBenchAgent(b)
 	snap := ba.a.Runner.Snapshot()
@@ -171,7 +171,8 @@ func BenchmarkAgentRender(b *testing.B) {
 
 // BenchmarkAgentScrape is one GET /metrics on the agent's handler after a full
 // cycle, in each exposition format a Prometheus server asks for. The render-time
-// goal (under 5 ms) is about this: the scrape serves the last rendering.
+// goal (under 5 ms) is about this: the first scrape of a snapshot renders it, the
+// later ones (as here, after the first iteration) serve that rendering.
 func BenchmarkAgentScrape(b *testing.B) {
 	ba := newBenchAgent(b)
 	h := ba.a.Handler()

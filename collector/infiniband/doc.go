@@ -17,6 +17,16 @@
 //     counters, and the full schedule (Collect) reads the traffic counters,
 //     hw_counters and device identity.
 //
+// Reading: the health schedule's files (about a hundred on an HGX H100 node, read
+// every second) are kept open between collections and read again from offset 0,
+// which makes sysfs ask the driver again: one pread each instead of an open, a
+// read and a close. A kept file whose link count dropped to 0 (removed, or
+// replaced by a rename, as the simulated hardware writes) or whose read fails is
+// opened again. The device list is kept too and listed again by every full
+// collection, so an HCA that appears later is read from the next full
+// collection on. Source.Close closes the kept files. The full schedule's files
+// are opened, read and closed each time, relative to their port's directory.
+//
 // Values are those procfs (and so node_exporter) reports for the same files:
 // port_rcv_data and port_xmit_data are multiplied by 4 (sysfs counts 4-byte
 // words), "N/A (no PMA)" and absent files produce no sample, and rate is the

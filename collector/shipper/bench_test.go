@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/gpuwatch/gpuwatch/collector"
@@ -61,8 +60,9 @@ func newH100(b *testing.B) *h100 {
 	return &h100{snap: snap, exp: a.Exporter}
 }
 
-// cycle is the snapshot moved i collection intervals later, rendered.
-func (h *h100) cycle(i int) (*collector.Snapshot, []*dto.MetricFamily) {
+// cycle is the snapshot moved i collection intervals later, published: every
+// part a new collection.
+func (h *h100) cycle(i int) *collector.Exposition {
 	d := time.Duration(i) * 10 * time.Second
 	s := *h.snap
 	s.Time = s.Time.Add(d)
@@ -71,7 +71,11 @@ func (h *h100) cycle(i int) (*collector.Snapshot, []*dto.MetricFamily) {
 		x.Time = x.Time.Add(d)
 		s.Samples[k] = x
 	}
-	return &s, h.exp.Render(&s)
+	s.Parts = make([]collector.SamplePart, len(h.snap.Parts))
+	for k, p := range h.snap.Parts {
+		s.Parts[k] = collector.SamplePart{End: p.End, Gen: p.Gen + uint64(i)<<32}
+	}
+	return h.exp.Publish(&s)
 }
 
 // BenchmarkEnqueue is the collection loop's cost of handing a snapshot to the
@@ -83,12 +87,12 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	snap, fams := h.cycle(0)
-	b.ReportMetric(float64(len(snap.Samples)), "samples/snapshot")
+	x := h.cycle(0)
+	b.ReportMetric(float64(len(x.Snapshot().Samples)), "samples/snapshot")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		s.Enqueue(snap, fams)
+		s.Enqueue(x)
 	}
 }
 
@@ -118,10 +122,10 @@ func BenchmarkEncode(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				b.StopTimer()
-				snap, fams := h.cycle(i)
+				x := h.cycle(i)
 				i++
 				b.StartTimer()
-				s.Enqueue(snap, fams)
+				s.Enqueue(x)
 				for s.Stats().PendingSamples > 0 {
 					time.Sleep(5 * time.Microsecond)
 				}
@@ -173,8 +177,7 @@ func BenchmarkSend(b *testing.B) {
 	defer func() { cancel(); <-done }()
 	n := b.N
 	for i := range n {
-		snap, fams := h.cycle(i)
-		s.Enqueue(snap, fams)
+		s.Enqueue(h.cycle(i))
 		for s.Stats().PendingSamples > 0 {
 			time.Sleep(10 * time.Microsecond)
 		}

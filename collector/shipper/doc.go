@@ -6,8 +6,9 @@
 //
 // # What is shipped
 //
-// The shipper sends what the exporter rendered for /metrics (Exporter.Render's
-// metric families), so a shipped series has exactly the labels a scrape shows, plus
+// The shipper sends what the exporter exposes on /metrics (Exporter.Publish's
+// Exposition, read series by series with Exposition.Series rather than rendered
+// into metric families), so a shipped series has exactly the labels a scrape shows, plus
 // Options.ExtraLabels where a series lacks them (the agent adds node=<node>, so
 // node_exporter's node_infiniband_* series, which carry no node label on /metrics,
 // stay unique per node in a shared store). Each sample keeps its collection time
@@ -16,10 +17,13 @@
 // process's own series (go_*, process_*), which the HTTP handler adds at scrape
 // time, stay scrape-only. A series is shipped again only
 // when its timestamp moved: the 10-second fields ride along unchanged in every
-// 1-second health snapshot and are sent once per collection, not ten times. A
-// timestamp that moved back (the clock stepped back) is shipped at once, for the
-// store's out-of-order window to take, rather than held back until the clock has
-// caught up.
+// 1-second health snapshot and are sent once per collection, not ten times. The
+// encoder does not even read them again: a snapshot part (collector.SamplePart)
+// it has already seen under the same labelling is skipped whole, so a health
+// cycle costs the series it collected, not the node's whole exposition. A
+// timestamp that moved back (the clock stepped back) is shipped at once, for
+// the store's out-of-order window to take, rather than held back until the
+// clock has caught up.
 //
 // # Flow
 //
@@ -71,7 +75,9 @@
 // drops the oldest records first and counts their samples as queue_full. Segment
 // files already sent are deleted as the cursor passes them, so the directory stays
 // within MaxBytes plus one segment. With QueueDir "" the same queue lives in
-// memory, with the same bound.
+// memory, with the same bound; there a segment whose records have all been sent
+// is released at the next append, so a store that keeps up costs the memory of
+// the last request, not of a segment filling up with delivered data.
 //
 // A full disk is a bound too. A segment is at most an eighth of the space free
 // when it was started; when a write fails with ENOSPC (or EDQUOT) the oldest

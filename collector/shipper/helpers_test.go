@@ -75,6 +75,8 @@ func (f *fixture) snap(c int, hsub time.Duration) *collector.Snapshot {
 
 func (f *fixture) render(s *collector.Snapshot) []*dto.MetricFamily { return f.exp.Render(s) }
 
+func (f *fixture) publish(s *collector.Snapshot) *collector.Exposition { return f.exp.Publish(s) }
+
 // got is one received sample.
 type got struct {
 	series string // labels, sorted, as {a="b",...}

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
@@ -87,7 +85,7 @@ type Stats struct {
 	SendErrors     uint64
 	LastSend       time.Time
 	RequestsSent   uint64
-	PendingSamples int // rendered metrics of enqueued snapshots not yet in the queue
+	PendingSamples int // series of enqueued snapshots not yet in the queue
 }
 
 // Shipper sends the agent's samples to a remote-write endpoint through a bounded
@@ -101,8 +99,8 @@ type Shipper struct {
 	log    *slog.Logger
 
 	pmu      sync.Mutex
-	pending  []pendingSnap
-	encoding int // rendered metrics of the snapshots being encoded
+	pending  []*collector.Exposition
+	encoding int // series of the snapshots being encoded
 	wake     chan struct{}
 
 	sent, sendErrors, requests atomic.Uint64
@@ -113,21 +111,6 @@ type Shipper struct {
 	runMu   sync.Mutex
 	running bool
 	closed  bool
-}
-
-type pendingSnap struct {
-	snap *collector.Snapshot
-	fams []*dto.MetricFamily
-}
-
-// samples is how many samples the snapshot would ship at most: every rendered
-// metric (the encoder skips those already shipped).
-func (p pendingSnap) samples() int {
-	n := 0
-	for _, mf := range p.fams {
-		n += len(mf.Metric)
-	}
-	return n
 }
 
 // New checks the options and opens the queue (replaying nothing yet: Run sends).
@@ -227,23 +210,23 @@ func (s *Shipper) drop(reason string, samples int) {
 	s.dmu.Unlock()
 }
 
-// Enqueue hands a published snapshot and what the exporter rendered for it
-// (Exporter.Render's families) to the shipper. It never blocks: it appends to a
-// short list the encoder drains; if the encoder is far behind (64 snapshots) the
-// oldest snapshot waiting is dropped and its rendered metrics counted as
-// queue_full (an upper bound: the encoder would have skipped those already sent). Both arguments are
-// shared, not copied: they must not change after publication (they do not).
-func (s *Shipper) Enqueue(snap *collector.Snapshot, fams []*dto.MetricFamily) {
-	if snap == nil {
+// Enqueue hands a published snapshot, as the exporter exposes it
+// (Exporter.Publish), to the shipper. It never blocks: it appends to a short list
+// the encoder drains; if the encoder is far behind (64 snapshots) the oldest
+// snapshot waiting is dropped and its series counted as queue_full (an upper
+// bound: the encoder would have skipped those already sent). The exposition is
+// shared, not copied: it is immutable.
+func (s *Shipper) Enqueue(x *collector.Exposition) {
+	if x == nil || x.Snapshot() == nil {
 		return
 	}
 	s.pmu.Lock()
 	if len(s.pending) >= pendingSnapshots {
-		s.drop(reasonQueueFull, s.pending[0].samples())
-		s.pending[0] = pendingSnap{}
+		s.drop(reasonQueueFull, s.pending[0].Len())
+		s.pending[0] = nil
 		s.pending = s.pending[1:]
 	}
-	s.pending = append(s.pending, pendingSnap{snap, fams})
+	s.pending = append(s.pending, x)
 	s.pmu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -256,20 +239,20 @@ func (s *Shipper) encodePending() {
 	s.pmu.Lock()
 	batch := s.pending
 	s.pending = nil
-	for _, p := range batch {
-		s.encoding += p.samples()
+	for _, x := range batch {
+		s.encoding += x.Len()
 	}
 	s.pmu.Unlock()
-	for i := range batch {
-		s.enc.encode(batch[i].snap, batch[i].fams, func(data []byte, n int) {
+	for i, x := range batch {
+		s.enc.encode(x, func(data []byte, n int) {
 			if err := s.q.append(data, n); err != nil {
 				s.log.Error("remote-write queue: cannot store samples", "samples", n, "err", err)
 			}
 		})
 		s.pmu.Lock()
-		s.encoding -= batch[i].samples()
+		s.encoding -= x.Len()
 		s.pmu.Unlock()
-		batch[i] = pendingSnap{}
+		batch[i] = nil
 	}
 }
 
@@ -288,8 +271,13 @@ func (s *Shipper) Run(ctx context.Context) error {
 	encDone := make(chan struct{})
 	go func() {
 		defer close(encDone)
-		tick := time.NewTicker(max(s.opts.SyncInterval, 10*time.Millisecond))
-		defer tick.Stop()
+		// fsync pacing: only a queue on disk has anything to sync.
+		var syncs <-chan time.Time
+		if s.opts.QueueDir != "" {
+			tick := time.NewTicker(max(s.opts.SyncInterval, 10*time.Millisecond))
+			defer tick.Stop()
+			syncs = tick.C
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -297,7 +285,7 @@ func (s *Shipper) Run(ctx context.Context) error {
 				return
 			case <-s.wake:
 				s.encodePending()
-			case <-tick.C:
+			case <-syncs:
 				s.q.sync()
 			}
 		}
@@ -340,8 +328,8 @@ func (s *Shipper) Stats() Stats {
 	s.dmu.Unlock()
 	s.pmu.Lock()
 	st.PendingSamples = s.encoding
-	for _, p := range s.pending {
-		st.PendingSamples += p.samples()
+	for _, x := range s.pending {
+		st.PendingSamples += x.Len()
 	}
 	s.pmu.Unlock()
 	return st

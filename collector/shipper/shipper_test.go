@@ -21,25 +21,26 @@ import (
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
-// enqueued remembers what was handed to a shipper, to count what must arrive.
+// enqueued remembers what was handed to a shipper, to count what must arrive,
+// and what /metrics shows for it.
 type enqueued struct {
-	snaps []*collector.Snapshot
-	fams  [][]*dto.MetricFamily
+	xs   []*collector.Exposition
+	fams [][]*dto.MetricFamily
 }
 
 func (e *enqueued) add(s *Shipper, f *fixture, sn *collector.Snapshot) {
-	fams := f.render(sn)
-	e.snaps = append(e.snaps, sn)
-	e.fams = append(e.fams, fams)
-	s.Enqueue(sn, fams)
+	x := f.publish(sn)
+	e.xs = append(e.xs, x)
+	e.fams = append(e.fams, x.Families())
+	s.Enqueue(x)
 }
 
 // samples is how many samples a fresh encoder makes of everything enqueued.
 func (e *enqueued) samples(from int) int {
 	enc := newEncoder(telemetry.NewLabels(telemetry.LabelNode, testNode), DefaultBatchSamples, 0)
 	n := 0
-	for i := range e.snaps {
-		enc.encode(e.snaps[i], e.fams[i], func(_ []byte, k int) {
+	for i := range e.xs {
+		enc.encode(e.xs[i], func(_ []byte, k int) {
 			if i >= from {
 				n += k
 			}
@@ -133,14 +134,13 @@ func TestShipsRenderedSeriesWithCollectionTimes(t *testing.T) {
 	}
 }
 
-// TestTimestampsMatchTheExporter checks the encoder's reading of the exporter's
-// order (k-th metric of a family = k-th sample of that name) against the exporter
-// rendering the timestamps itself.
+// TestTimestampsMatchTheExporter checks the timestamps the encoder ships against
+// the exporter rendering the timestamps itself.
 func TestTimestampsMatchTheExporter(t *testing.T) {
 	plain, stamped := newFixture(collector.LabelsDCGM, false), newFixture(collector.LabelsDCGM, true)
-	decode := func(fams []*dto.MetricFamily, sn *collector.Snapshot) map[string]int64 {
+	decode := func(x *collector.Exposition) map[string]int64 {
 		out := map[string]int64{}
-		newEncoder(nil, 1<<20, 0).encode(sn, fams, func(data []byte, _ int) {
+		newEncoder(nil, 1<<20, 0).encode(x, func(data []byte, _ int) {
 			raw, err := snappy.Decode(nil, data)
 			if err != nil {
 				t.Fatal(err)
@@ -158,7 +158,7 @@ func TestTimestampsMatchTheExporter(t *testing.T) {
 	sn := plain.snap(3, 7*time.Second)
 	// Interleave names so the per-name order matters.
 	slices.Reverse(sn.Samples)
-	a, b := decode(plain.render(sn), sn), decode(stamped.render(sn), sn)
+	a, b := decode(plain.publish(sn)), decode(stamped.publish(sn))
 	if len(a) == 0 || len(a) != len(b) {
 		t.Fatalf("%d series vs %d", len(a), len(b))
 	}
@@ -328,11 +328,10 @@ func TestFullQueueDropsOldestAndNeverBlocks(t *testing.T) {
 			const cycles = 200
 			var slowest time.Duration
 			for c := range cycles {
-				sn := f.snap(c, 0)
-				fams := f.render(sn)
-				e.snaps, e.fams = append(e.snaps, sn), append(e.fams, fams)
+				x := f.publish(f.snap(c, 0))
+				e.xs, e.fams = append(e.xs, x), append(e.fams, x.Families())
 				start := time.Now()
-				s.Enqueue(sn, fams)
+				s.Enqueue(x)
 				slowest = max(slowest, time.Since(start))
 				if c%16 == 15 {
 					// Pace the cycles as the run loop does (one a second), so the
@@ -392,7 +391,7 @@ func TestPendingSnapshotsAreBounded(t *testing.T) {
 	// No Run: nothing drains the list, as when the encoder hangs on a disk.
 	for c := range 3 * pendingSnapshots {
 		sn := f.snap(c, 0)
-		s.Enqueue(sn, f.render(sn))
+		s.Enqueue(f.publish(sn))
 	}
 	st := s.Stats()
 	perSnap := 0

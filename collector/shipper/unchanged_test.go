@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/gpuwatch/gpuwatch/collector"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // TestUnchangedValuesShipOncePerInterval: read every second, a steady counter is
@@ -16,6 +16,7 @@ import (
 // happened (and restarts the interval).
 func TestUnchangedValuesShipOncePerInterval(t *testing.T) {
 	enc := newEncoder(nil, DefaultBatchSamples, 10*time.Second)
+	exp := collector.NewExporter(collector.ExporterOptions{})
 	start := time.Unix(1_700_000_000, 0)
 	value := func(sec int) float64 {
 		if sec >= 13 {
@@ -26,12 +27,9 @@ func TestUnchangedValuesShipOncePerInterval(t *testing.T) {
 	var shipped []int64
 	for sec := 0; sec < 30; sec++ {
 		now := start.Add(time.Duration(sec) * time.Second)
-		ms := now.UnixMilli()
-		name, v := "DCGM_FI_DEV_XID_ERRORS", value(sec)
-		fams := []*dto.MetricFamily{{Name: &name, Metric: []*dto.Metric{{
-			Counter: &dto.Counter{Value: &v}, TimestampMs: &ms,
-		}}}}
-		enc.encode(&collector.Snapshot{Time: now}, fams, func(data []byte, _ int) {
+		x := exp.Publish(&collector.Snapshot{Time: now, Samples: []telemetry.Sample{
+			{Name: telemetry.DCGMXidErrors, Value: value(sec), Time: now}}})
+		enc.encode(x, func(data []byte, _ int) {
 			raw, err := snappy.Decode(nil, data)
 			if err != nil {
 				t.Fatal(err)
@@ -41,6 +39,9 @@ func TestUnchangedValuesShipOncePerInterval(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ts := range wr.Timeseries {
+				if ts.Labels[0].Value != telemetry.DCGMXidErrors { // __name__; the build info ships too
+					continue
+				}
 				for _, s := range ts.Samples {
 					if s.Value != value(int((s.Timestamp-start.UnixMilli())/1000)) {
 						t.Errorf("sample at %d ms has value %g", s.Timestamp, s.Value)
@@ -68,6 +69,7 @@ func TestUnchangedValuesShipOncePerInterval(t *testing.T) {
 // had nothing (and lost the series from its five-minute lookback).
 func TestClockStepBackShipsAtOnce(t *testing.T) {
 	enc := newEncoder(nil, DefaultBatchSamples, 10*time.Second)
+	exp := collector.NewExporter(collector.ExporterOptions{})
 	start := time.Unix(1_700_000_000, 0)
 	var shipped []int64 // seconds since start, on the stepped clock
 	for sec := 0; sec < 45; sec++ {
@@ -75,16 +77,18 @@ func TestClockStepBackShipsAtOnce(t *testing.T) {
 		if sec >= 20 {
 			now = now.Add(-5 * time.Minute)
 		}
-		ms := now.UnixMilli()
-		name, v := "DCGM_FI_DEV_POWER_MGMT_LIMIT", 700.0
-		fams := []*dto.MetricFamily{{Name: &name, Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: &v}, TimestampMs: &ms}}}}
-		enc.encode(&collector.Snapshot{Time: now}, fams, func(data []byte, _ int) {
+		x := exp.Publish(&collector.Snapshot{Time: now, Samples: []telemetry.Sample{
+			{Name: telemetry.DCGMXidErrors, Value: 700, Time: now}}})
+		enc.encode(x, func(data []byte, _ int) {
 			raw, _ := snappy.Decode(nil, data)
 			var wr prompb.WriteRequest
 			if err := wr.Unmarshal(raw); err != nil {
 				t.Fatal(err)
 			}
 			for _, ts := range wr.Timeseries {
+				if ts.Labels[0].Value != telemetry.DCGMXidErrors { // __name__; the build info ships too
+					continue
+				}
 				shipped = append(shipped, (ts.Samples[0].Timestamp-start.UnixMilli())/1000)
 			}
 		})

@@ -9,14 +9,67 @@ import (
 	"time"
 )
 
-// runProfShare reads `go tool pprof -traces` output and splits the CPU samples by
+// runProfShare reads `go tool pprof -traces` output and prints where the CPU
+// samples were spent (see splitProfile).
+func runProfShare(r io.Reader, w io.Writer) error {
+	sp, err := splitProfile(r)
+	if err != nil {
+		return err
+	}
+	sp.print(w)
+	return nil
+}
+
+// profSplit is a CPU profile's samples by where they were spent.
+type profSplit struct {
+	shares         map[string]time.Duration
+	total, inCycle time.Duration
+}
+
+// The categories that are not the agent's own work: the simulated hardware
+// (advancing between cycles, and answering the NVML calls the sources make, which
+// a real driver would answer at its own cost) and the profiler measuring.
+const (
+	catSimulator = "outside: simulated hardware advancing"
+	catSimNVML   = "cycle: simulated NVML library (simhw, not agent code)"
+	catProfiler  = "outside: the profiler itself"
+	catRuntime   = "outside: scheduler, syscalls, runtime, harness"
+	catGC        = "outside: GC background marking (all allocations)"
+)
+
+// shared reports whether category c is Go runtime work the agent and the
+// simulated node cause together (scheduling, GC), charged to the agent whole.
+func shared(c string) bool { return c == catRuntime || c == catGC }
+
+// simulated reports whether category c is the simulated hardware's work.
+func simulated(c string) bool { return c == catSimulator || c == catSimNVML }
+
+// sum adds the samples of the categories keep accepts.
+func (sp *profSplit) sum(keep func(string) bool) time.Duration {
+	var d time.Duration
+	for c, v := range sp.shares {
+		if keep(c) {
+			d += v
+		}
+	}
+	return d
+}
+
+// agent is the agent's own share of the samples: everything but the simulated
+// hardware and the profiler, the Go runtime and GC included (they serve both the
+// agent and the simulator; all of it is charged to the agent).
+func (sp *profSplit) agent() time.Duration {
+	return sp.sum(func(c string) bool { return !simulated(c) && c != catProfiler })
+}
+
+// splitProfile reads `go tool pprof -traces` output and splits the CPU samples by
 // where they were spent: inside a collection cycle (Runner.Cycle and the source
 // goroutines it starts), split into the simulated NVML library the sources call,
-// the exporter's render, the health engine and each source's own code; or outside
-// it (the simulated hardware advancing between cycles, background readers, GC).
-func runProfShare(r io.Reader, w io.Writer) error {
-	shares := map[string]time.Duration{}
-	var total, inCycle time.Duration
+// the exporter, the health engine and each source's own code; or outside it (the
+// simulated hardware advancing between cycles, scrapes, the shipper, background
+// readers, GC).
+func splitProfile(r io.Reader) (*profSplit, error) {
+	sp := &profSplit{shares: map[string]time.Duration{}}
 	var value time.Duration
 	var frames []string
 	flush := func() {
@@ -24,10 +77,10 @@ func runProfShare(r io.Reader, w io.Writer) error {
 			return
 		}
 		c, cyc := classify(frames)
-		shares[c] += value
-		total += value
+		sp.shares[c] += value
+		sp.total += value
 		if cyc {
-			inCycle += value
+			sp.inCycle += value
 		}
 		value, frames = 0, frames[:0]
 	}
@@ -56,26 +109,37 @@ func runProfShare(r io.Reader, w io.Writer) error {
 	}
 	flush()
 	if err := sc.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	if total == 0 {
-		return fmt.Errorf("no samples: feed it `go tool pprof -traces BINARY PROFILE`")
+	if sp.total == 0 {
+		return nil, fmt.Errorf("no samples: feed it `go tool pprof -traces BINARY PROFILE`")
 	}
-	names := make([]string, 0, len(shares))
-	for n := range shares {
+	return sp, nil
+}
+
+// print writes the split as a table, largest first.
+func (sp *profSplit) print(w io.Writer) {
+	names := make([]string, 0, len(sp.shares))
+	for n := range sp.shares {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(a, b int) bool { return shares[names[a]] > shares[names[b]] })
+	sort.Slice(names, func(a, b int) bool {
+		if sp.shares[names[a]] != sp.shares[names[b]] {
+			return sp.shares[names[a]] > sp.shares[names[b]]
+		}
+		return names[a] < names[b]
+	})
 	fmt.Fprintf(w, "%-58s %9s %8s %9s\n", "where", "CPU", "% all", "% cycle")
 	for _, n := range names {
 		pc := ""
 		if strings.HasPrefix(n, "cycle: ") {
-			pc = fmt.Sprintf("%8.1f%%", 100*shares[n].Seconds()/inCycle.Seconds())
+			pc = fmt.Sprintf("%8.1f%%", 100*sp.shares[n].Seconds()/sp.inCycle.Seconds())
 		}
-		fmt.Fprintf(w, "%-58s %9s %7.1f%% %9s\n", n, shares[n], 100*shares[n].Seconds()/total.Seconds(), pc)
+		fmt.Fprintf(w, "%-58s %9s %7.1f%% %9s\n", n, sp.shares[n], 100*sp.shares[n].Seconds()/sp.total.Seconds(), pc)
 	}
-	fmt.Fprintf(w, "%-58s %9s %7.1f%%\n", "total in cycle", inCycle, 100*inCycle.Seconds()/total.Seconds())
-	return nil
+	fmt.Fprintf(w, "%-58s %9s %7.1f%%\n", "total in cycle", sp.inCycle, 100*sp.inCycle.Seconds()/sp.total.Seconds())
+	a := sp.agent()
+	fmt.Fprintf(w, "%-58s %9s %7.1f%%\n", "agent alone (all but simulated hardware and profiler)", a, 100*a.Seconds()/sp.total.Seconds())
 }
 
 const mod = "github.com/gpuwatch/gpuwatch/"
@@ -94,9 +158,9 @@ func classify(frames []string) (string, bool) {
 	if has(frames, mod+"collector.(*Runner).Cycle") || has(frames, mod+"collector.(*Runner).collect") {
 		switch {
 		case has(frames, mod+"collector/simhw"):
-			return "cycle: simulated NVML library (simhw, not agent code)", true
-		case has(frames, mod+"collector.(*Exporter).Render"):
-			return "cycle: exporter render (OnPublish)", true
+			return catSimNVML, true
+		case has(frames, mod+"collector.(*Exporter)"), has(frames, mod+"collector.(*Exposition)"):
+			return "cycle: exporter (OnPublish)", true
 		case has(frames, mod+"collector/health."):
 			return "cycle: health engine", true
 		}
@@ -114,13 +178,15 @@ func classify(frames []string) (string, bool) {
 	}
 	switch {
 	case has(frames, mod+"collector/simhw"), has(frames, "main.(*simNode)"):
-		return "outside: simulated hardware advancing", false
+		return catSimulator, false
 	case has(frames, "runtime.gcBgMarkWorker"):
-		return "outside: GC background marking (all allocations)", false
+		return catGC, false
 	case has(frames, "promhttp."):
-		return "outside: /metrics scrapes", false
+		return "outside: /metrics scrapes (render, encode, compress)", false
 	case has(frames, "runtime/pprof."):
-		return "outside: the profiler itself", false
+		return catProfiler, false
+	case has(frames, mod+"collector/shipper."):
+		return "outside: remote-write shipper (agent)", false
 	case has(frames, mod+"collector/xid."):
 		return "outside: kernel-log reader (agent)", false
 	case has(frames, mod+"collector/attribution."):
@@ -130,5 +196,5 @@ func classify(frames []string) (string, bool) {
 	case has(frames, mod):
 		return "outside: other gpuwatch code", false
 	}
-	return "outside: scheduler, syscalls, runtime, harness", false
+	return catRuntime, false
 }

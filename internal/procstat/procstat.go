@@ -1,7 +1,7 @@
 // Package procstat reads a process's CPU time and memory from /proc, for the
 // benchmark programs (internal/agentbench, internal/storebench) that measure
-// real processes: utime+stime from /proc/PID/stat, VmRSS and VmHWM from
-// /proc/PID/status.
+// real processes: utime+stime from /proc/PID/stat, VmRSS and VmHWM (and any
+// other kB field, such as RssAnon and RssFile) from /proc/PID/status.
 package procstat
 
 import (
@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,4 +69,29 @@ func Mem(pid string) (rss, hwm uint64, err error) {
 		}
 	}
 	return rss, hwm, sc.Err()
+}
+
+// Status reads the given fields of /proc/PID/status that are in kB (VmRSS,
+// RssAnon, RssFile, ...), in bytes. A field the kernel does not report is absent
+// from the map.
+func Status(pid string, fields ...string) (map[string]uint64, error) {
+	f, err := os.Open("/proc/" + pid + "/status")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || !slices.Contains(fields, k) {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%s/status: %s: %w", pid, k, err)
+		}
+		out[k] = n * 1024
+	}
+	return out, sc.Err()
 }

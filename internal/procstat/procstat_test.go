@@ -29,3 +29,16 @@ func TestSelf(t *testing.T) {
 		t.Errorf("Mem(self) = %d, %d, %v", rss, hwm, err)
 	}
 }
+
+func TestStatus(t *testing.T) {
+	st, err := Status("self", "VmRSS", "RssAnon", "RssFile", "NoSuchField")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if st["VmRSS"] == 0 || st["RssAnon"] == 0 || st["RssAnon"]+st["RssFile"] > st["VmRSS"] {
+		t.Errorf("status %v", st)
+	}
+	if _, ok := st["NoSuchField"]; ok {
+		t.Error("a field the kernel does not report")
+	}
+}
