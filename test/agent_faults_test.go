@@ -546,7 +546,7 @@ func TestStoreActiveSeriesLimitKeepsAgentQueues(t *testing.T) {
 		if ts, ok := gpu0Temp(snap); ok {
 			want = append(want, ts)
 		}
-		sh.Enqueue(snap, s.a.Exporter.Render(snap))
+		sh.Enqueue(s.a.Exporter.Publish(snap))
 	}
 	realstore.Eventually(t, 10*time.Second, "the store refused the agent", func() bool {
 		st := sh.Stats()
