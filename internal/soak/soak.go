@@ -561,6 +561,12 @@ func (res *Result) count(ctx context.Context, fr *fleetRun, srv *server) {
 	names := fr.names()
 	const group = 100
 	for _, metric := range metricNames {
+		if strings.Contains(metric, ":") || metric == "ALERTS" || metric == "ALERTS_FOR_STATE" {
+			// What the server's own rules recorded from the agents' series (a
+			// recording rule's name has a colon; alerts carry the node too):
+			// not shipped by any agent.
+			continue
+		}
 		for i := 0; i < len(names); i += group {
 			part := names[i:min(i+group, len(names))]
 			quoted := make([]string, len(part))
