@@ -192,7 +192,7 @@ func runProcess(args []string) error {
 			sum += d
 			worst = max(worst, d)
 		}
-		fmt.Printf("%d scrapes (gzip) of %d bytes: mean %s, worst %s (client side, loopback; each renders a new snapshot)\n", len(scrapes), size,
+		fmt.Printf("%d scrapes (gzip) of %d bytes: mean %s, worst %s (client side, loopback)\n", len(scrapes), size,
 			(sum / time.Duration(len(scrapes))).Round(time.Microsecond), worst.Round(time.Microsecond))
 	}
 	if rw != nil {
