@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"os"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/collector/agent"
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/tlsconf"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
@@ -166,7 +166,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // checkLine is the one line a HealthCheckProgram prints.
-func checkLine(r health.Report, gpus int) string {
+func checkLine(r healthreport.Report, gpus int) string {
 	switch {
 	case r.Drain():
 		return r.Summary()
@@ -181,7 +181,7 @@ func checkLine(r health.Report, gpus int) string {
 
 // actOnSlurm drains the node when the report says so and resumes it when healthy,
 // but only a drain gpuwatch made: the NHC convention.
-func actOnSlurm(ctx context.Context, sc slurm.Scontrol, node string, r health.Report, logf func(string, ...any)) error {
+func actOnSlurm(ctx context.Context, sc slurm.Scontrol, node string, r healthreport.Report, logf func(string, ...any)) error {
 	st, err := sc.ShowNode(ctx, node)
 	if err != nil {
 		return err

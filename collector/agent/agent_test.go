@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
@@ -120,13 +120,13 @@ func (s *simAgent) metrics() map[string]*dto.MetricFamily {
 	return fams
 }
 
-func (s *simAgent) health() health.Report {
+func (s *simAgent) health() healthreport.Report {
 	s.t.Helper()
 	code, b := s.get("/health")
 	if code != 200 {
 		s.t.Fatalf("/health: %d", code)
 	}
-	var r health.Report
+	var r healthreport.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		s.t.Fatalf("/health: %v\n%s", err, b)
 	}

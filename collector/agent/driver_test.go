@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,6 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/collector/healthpush"
 	"github.com/gpuwatch/gpuwatch/collector/pci/pcitest"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
@@ -37,9 +37,9 @@ func TestAgentWithoutDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var pushed []health.Report
+	var pushed []healthreport.Report
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rep health.Report
+		var rep healthreport.Report
 		b, _ := io.ReadAll(r.Body)
 		if r.URL.Path == healthpush.Path && json.Unmarshal(b, &rep) == nil {
 			mu.Lock()
@@ -180,7 +180,7 @@ func newSimAgentAfter(t *testing.T, before func(*simhw.Node) error, mod func(*Op
 	return newSimAgentWith(t, simhw.FleetSpec{Seed: 5}, before, mod)
 }
 
-func condition(r health.Report, k telemetry.ConditionKind) (telemetry.Condition, bool) {
+func condition(r healthreport.Report, k telemetry.ConditionKind) (telemetry.Condition, bool) {
 	for _, c := range r.AllConditions() {
 		if c.Kind == k {
 			return c, true

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 )
 
 // bootIDPath is where Linux publishes the id of the current boot.
@@ -93,7 +94,8 @@ type Engine struct {
 	warnings      []string
 	dirty         bool
 	lastSave      time.Time
-	report        Report
+	report        healthreport.Report
+	reportAll     []telemetry.Condition // every active condition of report, worst first
 
 	// Per-cycle scratch, reused.
 	obs     map[condKey]*observation
@@ -563,7 +565,7 @@ func (e *Engine) emit(now time.Time, emit func(telemetry.Sample)) {
 	if want := e.wantGPUs(); want > 0 {
 		emit(telemetry.Sample{Name: telemetry.MetricNodeGPUs, Labels: expectedLabels, Value: float64(want), Time: now})
 	}
-	for _, c := range e.report.all {
+	for _, c := range e.reportAll {
 		emit(telemetry.Sample{Name: telemetry.MetricHealthCondition, Labels: conditionLabels(c), Value: 1, Time: now})
 	}
 	for k, n := range e.raised {

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"strconv"
 	"testing"
 	"time"
@@ -238,7 +239,7 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 }
 
 // cycle advances the clock by d and runs one Derive.
-func (h *harness) cycle(d time.Duration) Report {
+func (h *harness) cycle(d time.Duration) healthreport.Report {
 	h.t.Helper()
 	h.clk.add(d)
 	h.out = h.out[:0]
@@ -254,9 +255,9 @@ func (h *harness) cycle(d time.Duration) Report {
 }
 
 // cycles runs n cycles a second apart.
-func (h *harness) cycles(n int) Report {
+func (h *harness) cycles(n int) healthreport.Report {
 	h.t.Helper()
-	var r Report
+	var r healthreport.Report
 	for range n {
 		r = h.cycle(time.Second)
 	}
@@ -268,7 +269,7 @@ func (h *harness) xid(gpu, code int, msg string) {
 }
 
 // find returns the active condition of kind on target.
-func find(r Report, kind telemetry.ConditionKind, target string) (telemetry.Condition, bool) {
+func find(r healthreport.Report, kind telemetry.ConditionKind, target string) (telemetry.Condition, bool) {
 	for _, c := range r.AllConditions() {
 		if c.Kind == kind && c.Target.String() == target {
 			return c, true

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestIncidents(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := &collector.Inventory{Node: "n1", GPUs: []collector.GPUInfo{{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1"}}}
-	derive := func() Report {
+	derive := func() healthreport.Report {
 		if err := e.Derive(context.Background(), &collector.Snapshot{Time: now, Inventory: inv}, func(telemetry.Sample) {}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 )
 
 // StateVersion is the version of the state file layout this package writes and
@@ -337,7 +338,7 @@ func sortSaved(cs []savedCondition) {
 		plain[i] = c.Condition
 		byKey[c.Key()] = c
 	}
-	sortConditions(plain)
+	healthreport.SortConditions(plain)
 	for i, c := range plain {
 		cs[i] = byKey[c.Key()]
 	}

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"strings"
 	"testing"
 	"time"
@@ -165,7 +166,7 @@ func TestRules(t *testing.T) {
 			if tt.change != nil {
 				tt.change(h.node)
 			}
-			var r Report
+			var r healthreport.Report
 			n := max(tt.cycles, 1)
 			for i := range n {
 				d := time.Second

@@ -3,6 +3,7 @@ package health
 import (
 	"bufio"
 	"encoding/csv"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"os"
 	"strconv"
 	"strings"
@@ -192,7 +193,7 @@ func TestResetAndProbation(t *testing.T) {
 	h.xid(2, 79, "GPU has fallen off the bus.")
 	h.node.gpu(telemetry.MetricGPULost, 2, 1)
 	seen := []telemetry.State{telemetry.StateHealthy}
-	rec := func(r Report) {
+	rec := func(r healthreport.Report) {
 		s := r.GPUs[2].State
 		if n := len(seen); n == 0 || seen[n-1] != s {
 			if n > 0 && !seen[n-1].CanTransition(s) {

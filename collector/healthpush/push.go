@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gpuwatch/gpuwatch/collector/health"
 )
 
 // Path is where the server takes health reports.
@@ -60,7 +59,7 @@ type Pusher struct {
 	log  *slog.Logger
 
 	mu     sync.Mutex
-	latest *health.Report
+	latest *healthreport.Report
 	seq    uint64 // bumped by Offer when the verdict changed
 	wake   chan struct{}
 
@@ -107,7 +106,7 @@ func New(opts Options) (*Pusher, error) {
 
 // Offer hands the pusher the agent's latest report. It never blocks: a changed
 // verdict wakes the sender, an unchanged one waits for the heartbeat.
-func (p *Pusher) Offer(r health.Report) {
+func (p *Pusher) Offer(r healthreport.Report) {
 	p.mu.Lock()
 	changed := p.latest == nil || Verdict(*p.latest) != Verdict(r)
 	p.latest = &r
@@ -180,7 +179,7 @@ func (p *Pusher) Run(ctx context.Context) error {
 	}
 }
 
-func (p *Pusher) post(ctx context.Context, r *health.Report) error {
+func (p *Pusher) post(ctx context.Context, r *healthreport.Report) error {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding the report: %w", err)
@@ -209,7 +208,7 @@ func (p *Pusher) post(ctx context.Context, r *health.Report) error {
 // each GPU's state, severity and action, and every active condition with its
 // severity and action. Times and evidence values are left out, so a report
 // that only aged is a heartbeat, not a change.
-func Verdict(r health.Report) string {
+func Verdict(r healthreport.Report) string {
 	var b strings.Builder
 	b.WriteString(r.Node + "|" + r.State.String() + "|" + r.Severity.String() + "|" + string(r.Action))
 	for _, g := range r.GPUs {

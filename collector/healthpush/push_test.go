@@ -3,19 +3,19 @@ package healthpush
 import (
 	"context"
 	"encoding/json"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 type server struct {
 	mu      sync.Mutex
-	got     []health.Report
+	got     []healthreport.Report
 	failing int // answer 503 to this many requests first
 }
 
@@ -24,7 +24,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
 		return
 	}
-	var rep health.Report
+	var rep healthreport.Report
 	if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -40,10 +40,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (s *server) reports() []health.Report {
+func (s *server) reports() []healthreport.Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]health.Report(nil), s.got...)
+	return append([]healthreport.Report(nil), s.got...)
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {
@@ -57,9 +57,9 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
-func report(at time.Time, xid79 bool) health.Report {
-	r := health.Report{Node: "gpu02", Time: at, State: telemetry.StateHealthy,
-		GPUs: []health.GPUReport{{Index: 3, UUID: "GPU-3", State: telemetry.StateHealthy}}}
+func report(at time.Time, xid79 bool) healthreport.Report {
+	r := healthreport.Report{Node: "gpu02", Time: at, State: telemetry.StateHealthy,
+		GPUs: []healthreport.GPUReport{{Index: 3, UUID: "GPU-3", State: telemetry.StateHealthy}}}
 	if xid79 {
 		c := telemetry.Condition{Kind: telemetry.ConditionGPULost, Target: telemetry.GPUTarget(telemetry.GPUID{Node: "gpu02", Index: 3}), GPUUUID: "GPU-3",
 			Severity: telemetry.SeverityFatal, Action: telemetry.ActionRestartBM, Message: "Xid 79", Since: at, Observed: at,

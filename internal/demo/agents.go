@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net"
 	"net/http"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/collector"
 	"github.com/gpuwatch/gpuwatch/collector/agent"
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/collector/shipper"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -320,7 +320,7 @@ type xidKey struct {
 // update records the agent's latest snapshot and health report and returns what
 // changed since the previous cycle: Xids counted, conditions raised, changed or
 // cleared, the node's state.
-func (na *nodeAgent) update(snap *collector.Snapshot, r health.Report) []Event {
+func (na *nodeAgent) update(snap *collector.Snapshot, r healthreport.Report) []Event {
 	name := na.node.Name()
 	na.view = viewOf(name, na.node.Leaf(), na.url, snap, r)
 	at := snap.Time
@@ -438,7 +438,7 @@ func shortTarget(t telemetry.Target) string {
 
 // stateReason says why a node is in its state: its worst condition, where, and how
 // many more there are, e.g. ": ecc-dbe on gpu3 → RESET_GPU, +3 more".
-func stateReason(r health.Report) string {
+func stateReason(r healthreport.Report) string {
 	var worst []telemetry.Condition
 	for _, c := range r.AllConditions() {
 		if c.Severity >= telemetry.SeverityWarning {

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/collector/healthpush"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
@@ -246,7 +246,7 @@ func (p *pushRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	p.next.ServeHTTP(sw, r)
-	var rep health.Report
+	var rep healthreport.Report
 	if sw.code/100 != 2 || json.Unmarshal(body, &rep) != nil {
 		return
 	}
@@ -264,12 +264,12 @@ func (p *pushRecorder) get(node string) (pushed, bool) {
 }
 
 // wireVerdict is the verdict of a report as the server decodes it.
-func wireVerdict(r health.Report) (string, []byte, error) {
+func wireVerdict(r healthreport.Report) (string, []byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "", nil, fmt.Errorf("cannot encode %s's health report: %w", r.Node, err)
 	}
-	var back health.Report
+	var back healthreport.Report
 	if err := json.Unmarshal(b, &back); err != nil {
 		return "", nil, fmt.Errorf("cannot decode %s's health report: %w", r.Node, err)
 	}

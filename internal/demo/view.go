@@ -1,11 +1,11 @@
 package demo
 
 import (
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"strconv"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector"
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -50,7 +50,7 @@ type Event struct {
 type NodeView struct {
 	Name, Leaf string
 	URL        string // the agent's base URL; /metrics, /health, /topology, /sources
-	Report     health.Report
+	Report     healthreport.Report
 	Snapshot   *collector.Snapshot
 	GPUs       []GPUView
 	Ports      []PortView
@@ -82,7 +82,7 @@ type PortView struct {
 }
 
 // viewOf reads the values the summary shows out of a snapshot.
-func viewOf(name, leaf, url string, snap *collector.Snapshot, r health.Report) NodeView {
+func viewOf(name, leaf, url string, snap *collector.Snapshot, r healthreport.Report) NodeView {
 	v := NodeView{Name: name, Leaf: leaf, URL: url, Report: r, Snapshot: snap, Samples: len(snap.Samples)}
 	for _, s := range snap.Sources {
 		v.Sources++

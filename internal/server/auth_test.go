@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -82,7 +82,7 @@ func call(t *testing.T, method, url, secret, contentType string, body []byte, hd
 }
 
 func healthReport(node string) []byte {
-	b, _ := json.Marshal(health.Report{Node: node, Time: time.Now().UTC(), State: telemetry.StateHealthy})
+	b, _ := json.Marshal(healthreport.Report{Node: node, Time: time.Now().UTC(), State: telemetry.StateHealthy})
 	return b
 }
 

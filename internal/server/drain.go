@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gpuwatch/gpuwatch/internal/httpjson"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"os"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 )
@@ -68,7 +68,7 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	}
 
 	mux.HandleFunc("POST "+APIPrefix+"/health", func(w http.ResponseWriter, r *http.Request) {
-		var rep health.Report
+		var rep healthreport.Report
 		if err := json.NewDecoder(io.LimitReader(r.Body, maxReport)).Decode(&rep); err != nil {
 			httpjson.Error(w, http.StatusBadRequest, "health report: "+err.Error())
 			return

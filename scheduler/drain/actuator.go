@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"slices"
 	"strings"
 	"sync"
 	"unicode"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // ReasonPrefix starts every reason automation sets: the same prefix as the Slurm
-// adapter's ReasonPrefix and the agent's health.SummaryPrefix, so `gpuwatch check`,
+// adapter's ReasonPrefix and the agent's healthreport.SummaryPrefix, so `gpuwatch check`,
 // the controller and an admin reading sinfo agree on what gpuwatch owns.
-const ReasonPrefix = health.SummaryPrefix
+const ReasonPrefix = healthreport.SummaryPrefix
 
 // Owned reports whether a drain reason is one gpuwatch's automation set.
 func Owned(reason string) bool { return strings.HasPrefix(strings.TrimSpace(reason), ReasonPrefix) }
@@ -84,7 +84,7 @@ func Permanent(err error) error {
 }
 
 // FormatReason writes the owned reason for a drain caused by c, in the format of
-// health.Report.Summary:
+// healthreport.Report.Summary:
 //
 //	gpuwatch: xid79 gpu=GPU-5c3f… action=RESTART_BM
 //	gpuwatch: ib-down port=mlx5_3/1 action=CHECK_MECHANICALS +2 more

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -571,7 +571,7 @@ func statePath(from, to telemetry.State) []telemetry.State {
 // A report whose node name fails CheckNodeName is dropped (and logged): no
 // actuator could act on that node, and a name such as "gpu[01-04]" or "ALL"
 // would reach more than one node if one tried.
-func (c *Controller) Observe(r health.Report) {
+func (c *Controller) Observe(r healthreport.Report) {
 	if r.Node == "" {
 		return
 	}
@@ -616,7 +616,7 @@ func (c *Controller) fingerprint(t *nodeTrack) string {
 
 // track updates the hysteresis of every condition a rule matches and reports
 // whether an exclusion started or ended.
-func (c *Controller) track(r health.Report, t *nodeTrack, now time.Time) bool {
+func (c *Controller) track(r healthreport.Report, t *nodeTrack, now time.Time) bool {
 	h := c.pol.Hysteresis
 	changed := false
 	seen := map[string]bool{}
@@ -736,7 +736,7 @@ func modeRank(m Mode) int {
 
 // step moves the node's state machine after a report; it reports whether it decided
 // something.
-func (c *Controller) step(r health.Report, t *nodeTrack, now time.Time, gap bool) bool {
+func (c *Controller) step(r healthreport.Report, t *nodeTrack, now time.Time, gap bool) bool {
 	active, anyPresent := c.nodeConds(t)
 	if !anyPresent {
 		t.WaitingBudget = false
@@ -815,7 +815,7 @@ func (c *Controller) probationChecks(t *nodeTrack) string {
 
 // decideDrain takes the node out of service if the budget allows; it reports whether
 // the node's state changed.
-func (c *Controller) decideDrain(r health.Report, t *nodeTrack, active []*condTrack, now time.Time) bool {
+func (c *Controller) decideDrain(r healthreport.Report, t *nodeTrack, active []*condTrack, now time.Time) bool {
 	primary := active[0]
 	evidence := make([]telemetry.Condition, len(active))
 	gpus := map[int]bool{}
@@ -865,7 +865,7 @@ func (c *Controller) decideDrain(r health.Report, t *nodeTrack, active []*condTr
 
 // relapse handles a drain-rule condition during probation: the node is still out of
 // service (it was never resumed), so it goes back to drained without new budget.
-func (c *Controller) relapse(r health.Report, t *nodeTrack, now time.Time) bool {
+func (c *Controller) relapse(r healthreport.Report, t *nodeTrack, now time.Time) bool {
 	active, _ := c.nodeConds(t)
 	var ev []telemetry.Condition
 	for _, ct := range active {
@@ -1119,7 +1119,7 @@ func (c *Controller) sweep() {
 			now.Sub(t.LastReport) > c.pol.Probation.MaxReportGap {
 			continue
 		}
-		if c.step(health.Report{Node: name, Time: t.ReportTime, State: t.AgentState}, t, now, false) {
+		if c.step(healthreport.Report{Node: name, Time: t.ReportTime, State: t.AgentState}, t, now, false) {
 			changed = true
 		}
 	}

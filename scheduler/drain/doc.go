@@ -1,5 +1,5 @@
 // Package drain is gpuwatch's health-driven drain controller: it turns the agents'
-// health reports (health.Report) into budgeted, audited drains, reboots and resumes
+// health reports (healthreport.Report) into budgeted, audited drains, reboots and resumes
 // through an Actuator (Slurm, Kubernetes, or LogActuator), and into a list of GPUs
 // gpuwatch's own placement must avoid.
 //

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -276,7 +276,7 @@ func fuzzTmp() string {
 // is gpuwatch's, one line, at most MaxReason bytes; every audit line decodes;
 // node states are valid; and a restart restores what was there.
 func FuzzObserveReport(f *testing.F) {
-	for _, r := range []health.Report{
+	for _, r := range []healthreport.Report{
 		report("gpu01", t0),
 		report("gpu01", t0, xid79("gpu01", 3)),
 		report("gpu02", t0, dbe("gpu02", 0), sbe("gpu02", 1)),
@@ -293,7 +293,7 @@ func FuzzObserveReport(f *testing.F) {
 	f.Add([]byte(`{"node":"n","state":1,"gpus":[{"index":-1,"uuid":"\n","conditions":[{"kind":"xid","target":{"scope":"gpu","node":"n","gpu":-1},"severity":4,"action":"RESTART_BM","evidence":{"xid":"79\n"}}]}]}`))
 	f.Add([]byte(`{"node":"n","state":0,"conditions":[{"kind":"ib-down","target":{"scope":"ib_port","node":"n","ib_device":"mlx5_0\u2028x","ib_port":1},"severity":3,"action":"CHECK_MECHANICALS"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var rep health.Report
+		var rep healthreport.Report
 		if json.NewDecoder(bytes.NewReader(body)).Decode(&rep) != nil || rep.Node == "" || !rep.State.Valid() {
 			return // the handler answers 400
 		}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -77,14 +77,14 @@ func ibDown(node string) telemetry.Condition {
 }
 
 // report builds an 8-GPU report carrying the conditions where the engine puts them.
-func report(node string, at time.Time, conds ...telemetry.Condition) health.Report {
+func report(node string, at time.Time, conds ...telemetry.Condition) healthreport.Report {
 	return reportN(node, at, 8, conds...)
 }
 
-func reportN(node string, at time.Time, gpus int, conds ...telemetry.Condition) health.Report {
-	r := health.Report{Node: node, Time: at, Conditions: []telemetry.Condition{}, GPUs: []health.GPUReport{}}
+func reportN(node string, at time.Time, gpus int, conds ...telemetry.Condition) healthreport.Report {
+	r := healthreport.Report{Node: node, Time: at, Conditions: []telemetry.Condition{}, GPUs: []healthreport.GPUReport{}}
 	for i := range gpus {
-		r.GPUs = append(r.GPUs, health.GPUReport{Index: i, UUID: uuid(i), Conditions: []telemetry.Condition{}})
+		r.GPUs = append(r.GPUs, healthreport.GPUReport{Index: i, UUID: uuid(i), Conditions: []telemetry.Condition{}})
 	}
 	for _, c := range conds {
 		r.Severity = r.Severity.Max(c.Severity)

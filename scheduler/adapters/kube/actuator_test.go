@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/gpuwatch/gpuwatch/collector/health"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
@@ -268,7 +268,7 @@ func TestWithController(t *testing.T) {
 	defer ctl.Close()
 	dbe := telemetry.Condition{Kind: telemetry.ConditionECCDBE, Target: telemetry.GPUTarget(telemetry.GPUID{Node: "gpu-1", Index: 3}),
 		GPUUUID: "GPU-3", Severity: telemetry.SeverityCritical, Action: telemetry.ActionResetGPU}
-	rep := health.Report{Node: "gpu-1", Time: cur, GPUs: []health.GPUReport{{Index: 3, UUID: "GPU-3", Conditions: []telemetry.Condition{dbe}}}}
+	rep := healthreport.Report{Node: "gpu-1", Time: cur, GPUs: []healthreport.GPUReport{{Index: 3, UUID: "GPU-3", Conditions: []telemetry.Condition{dbe}}}}
 	for range 3 {
 		ctl.Observe(rep)
 	}
