@@ -99,6 +99,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 10s)
 	  done; \
 	done
 
+.PHONY: third-party
+third-party: ## rebuild third_party/ (Prometheus's and go-dcgm's packages, less their test helpers) after changing their versions
+	./third_party/update.sh
+
 .PHONY: generate
 generate: ## regenerate generated code (the Xid catalog, the Grafana dashboards)
 	$(GO) generate ./...

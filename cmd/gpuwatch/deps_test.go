@@ -6,12 +6,21 @@ import (
 	"testing"
 )
 
-// TestBinaryLinksNoTestCode: no package of gpuwatch's that the shipped binary
-// links imports the testing package (test helpers such as test/realslurm wrap
-// internal launchers instead). Third-party packages are out of our hands:
-// Prometheus's tsdb and go-dcgm import testing themselves, so the check is on
-// our own packages, by what each imports directly.
+// TestBinaryLinksNoTestCode: the shipped binary links no test code: `go list
+// -deps` of it has no testing package, no package of ours imports it, and no
+// test helper of ours (test/...) is linked. Test helpers such as
+// test/realslurm wrap internal launchers instead; Prometheus's and go-dcgm's
+// own test helpers are left out of their copies in third_party/.
 func TestBinaryLinksNoTestCode(t *testing.T) {
+	deps, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, deps)
+	}
+	for _, p := range strings.Fields(string(deps)) {
+		if p == "testing" || strings.HasPrefix(p, "testing/") || strings.HasPrefix(p, "github.com/stretchr/testify") {
+			t.Errorf("the binary links %s", p)
+		}
+	}
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \",\"}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
