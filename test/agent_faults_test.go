@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/test/fulldisk"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -349,38 +349,6 @@ func post(t *testing.T, url string, at time.Time, n int) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// mountTmpfs mounts a tmpfs of size bytes, or skips the test where mounting is
-// not permitted (not root, no CAP_SYS_ADMIN).
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill up (%v); run the tests as root to see a real full disk", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fillTo writes path until the file system has about keep bytes free.
-func fillTo(t *testing.T, path string, keep int64) {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
-		t.Fatal(err)
-	}
-	n := int64(st.Bavail)*int64(st.Bsize) - keep
-	if n <= 0 {
-		return
-	}
-	if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // storeOutage runs an agent shipping to es through an outage that begin starts
 // and end ends, and checks what the fault tests of the store want: refused
 // requests answer 503 with a message containing why, the agent keeps
@@ -450,11 +418,11 @@ func storeOutage(t *testing.T, es *embeddedServer, why string, begin, end func()
 // naming the problem; the agent keeps its queue and delivers it by itself once
 // space is freed; nothing acknowledged is lost across a restart of the store.
 func TestStoreFullKeepsAgentQueues(t *testing.T) {
-	mnt := mountTmpfs(t, 16<<20)
+	mnt := fulldisk.Tmpfs(t, 16<<20)
 	es := newEmbeddedServerWith(t, embedded.Options{Dir: filepath.Join(mnt, "data"), MinFreeBytes: 4 << 20}, ingest.DefaultLimits())
 	filler := filepath.Join(mnt, "filler")
 	storeOutage(t, es, "free, less than the 4.0 MiB kept free",
-		func() { fillTo(t, filler, 2<<20) },
+		func() { fulldisk.Fill(t, filler, 2<<20) },
 		func() {
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)

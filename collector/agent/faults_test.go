@@ -2,8 +2,7 @@ package agent
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
+	"github.com/gpuwatch/gpuwatch/test/fulldisk"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,44 +114,6 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of size bytes on a temporary directory, or skips
-// the test where mounting is not permitted (not root, no CAP_SYS_ADMIN).
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill up (%v); run the tests as root to see a real full disk", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fill writes a file in dir until the file system is full, leaving keep bytes
-// free (roughly: tmpfs counts pages).
-func fill(t *testing.T, path string, keep int64) {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
-		t.Fatal(err)
-	}
-	free := int64(st.Bavail)*int64(st.Bsize) - keep
-	if free <= 0 {
-		return
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(make([]byte, free)); err != nil && !errors.Is(err, syscall.ENOSPC) {
-		t.Fatal(err)
-	}
-}
-
 // dirBytes is the size of the regular files in dir.
 func dirBytes(t *testing.T, dir string) int64 {
 	t.Helper()
@@ -178,9 +138,9 @@ func dirBytes(t *testing.T, dir string) int64 {
 // file is deleted the queue grows again without dropping, and when the store
 // comes back the newest samples arrive, in order, each once.
 func TestAgentQueueDiskFull(t *testing.T) {
-	mnt := mountTmpfs(t, 512<<10)
+	mnt := fulldisk.Tmpfs(t, 512<<10)
 	filler := filepath.Join(mnt, "someone-elses-file")
-	fill(t, filler, 256<<10)
+	fulldisk.Fill(t, filler, 256<<10)
 	r := newRWReceiver(t)
 	r.set(http.StatusServiceUnavailable)
 	var logs syncBuffer

@@ -2,11 +2,11 @@ package shipper
 
 import (
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/test/fulldisk"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -121,7 +121,7 @@ func TestQueueDirectoryRefusingWrites(t *testing.T) {
 // its oldest records to make room, counted, so the newest are kept and the
 // queue never holds more than the disk; with space back it grows again.
 func TestQueueDiskFullDropsOldest(t *testing.T) {
-	dir := mountTmpfs(t, 256<<10)
+	dir := fulldisk.Tmpfs(t, 256<<10)
 	dropped := map[string]int{}
 	var logs logBuffer
 	q, err := openQueue(queueOptions{dir: dir, maxBytes: 64 << 20, segmentBytes: 32 << 10, syncInterval: time.Hour,
@@ -154,20 +154,4 @@ func TestQueueDiskFullDropsOldest(t *testing.T) {
 			t.Fatalf("delivered %d: %.12q, want the newest records in order from %d", i, p, first)
 		}
 	}
-}
-
-// mountTmpfs mounts a tmpfs of size bytes on a temporary directory, or skips
-// the test where mounting is not permitted (not root, no CAP_SYS_ADMIN).
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill up (%v); run the tests as root to see a real full disk", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
 }
