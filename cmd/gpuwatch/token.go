@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -46,15 +44,11 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	secret, err := auth.NewSecret()
+	if err != nil {
 		return err
 	}
-	secret := "gpw_" + base64.RawURLEncoding.EncodeToString(b)
-	entry := fmt.Sprintf("- name: %s\n  role: %s\n  sha256: %s\n", *name, r, auth.HashSecret(secret))
-	if len(globs) > 0 {
-		entry += fmt.Sprintf("  nodes: [%s]\n", quoteAll(globs))
-	}
+	entry := auth.Entry(*name, r, secret, globs...)
 	// The entry must load as the server would load it.
 	if _, err := auth.ParseTokens("(new entry)", []byte(entry)); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -77,12 +71,4 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprint(stdout, entry)
 	return nil
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }

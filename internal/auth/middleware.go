@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
 )
 
 // Options configure the front door.
@@ -166,14 +167,14 @@ func (m *middleware) decide(r *http.Request, need Role) (*Identity, int, string)
 func Forbidden(w http.ResponseWriter, msg string) { writeError(w, http.StatusForbidden, msg) }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
 	errType := "forbidden"
 	if status == http.StatusUnauthorized {
 		errType = "unauthorized"
 	}
-	json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": errType, "error": msg})
+	// The Prometheus API's error shape, which the CLI, Grafana and the API's
+	// own errors share ("error" is what they print).
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	httpjson.Write(w, status, map[string]string{"status": "error", "errorType": errType, "error": msg})
 }
 
 func isLoopback(remote string) bool {

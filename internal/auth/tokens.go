@@ -2,8 +2,10 @@ package auth
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -307,4 +310,28 @@ func ParseTokens(file string, data []byte) (*Tokens, error) {
 		t.list = append(t.list, e)
 	}
 	return t, nil
+}
+
+// NewSecret makes a random secret: 32 bytes from crypto/rand, "gpw_" and
+// base64url, so a leaked one is easy to recognise.
+func NewSecret() (string, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	return "gpw_" + base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// Entry is a token file entry for a secret: its name, role, the secret's
+// SHA-256 and, for an agent token, the node globs it is bound to.
+func Entry(name string, role Role, secret string, nodes ...string) string {
+	e := fmt.Sprintf("- name: %s\n  role: %s\n  sha256: %s\n", name, role, HashSecret(secret))
+	if len(nodes) > 0 {
+		q := make([]string, len(nodes))
+		for i, n := range nodes {
+			q[i] = strconv.Quote(n)
+		}
+		e += "  nodes: [" + strings.Join(q, ", ") + "]\n"
+	}
+	return e
 }

@@ -1,8 +1,6 @@
 package demo
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -43,16 +41,16 @@ func makeTokens(dir string, nodes []string) (*demoTokens, error) {
 	var b strings.Builder
 	b.WriteString("# The demo's tokens, made fresh each run; the secrets are in tokens/<name>.token.\n")
 	add := func(name string, role auth.Role, node string) error {
-		raw := make([]byte, 32)
-		if _, err := rand.Read(raw); err != nil {
+		secret, err := auth.NewSecret()
+		if err != nil {
 			return err
 		}
-		secret := "gpw_" + base64.RawURLEncoding.EncodeToString(raw)
 		t.secrets[name] = secret
-		fmt.Fprintf(&b, "- name: %s\n  role: %s\n  sha256: %s\n", name, role, auth.HashSecret(secret))
+		var nodes []string
 		if node != "" {
-			fmt.Fprintf(&b, "  nodes: [%q]\n", node)
+			nodes = []string{node}
 		}
+		b.WriteString(auth.Entry(name, role, secret, nodes...))
 		return os.WriteFile(t.path(name), []byte(secret+"\n"), 0o600)
 	}
 	for _, n := range nodes {

@@ -15,10 +15,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 )
 
 // Options bound a listener. Zero values take the defaults below.
@@ -134,7 +134,7 @@ func (s *Server) Scheme() string {
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	ln = &limitListener{Listener: ln, sem: make(chan struct{}, s.opts.MaxConns)}
+	ln = netutil.LimitListener(ln, s.opts.MaxConns)
 	if s.opts.TLS != nil {
 		return s.hs.ServeTLS(ln, "", "")
 	}
@@ -173,35 +173,6 @@ func (s *Server) limit(h http.Handler) http.Handler {
 		defer func() { <-s.sem }()
 		h.ServeHTTP(w, r)
 	})
-}
-
-// limitListener holds at most cap(sem) connections open; Accept waits for a
-// free slot.
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }
 
 // IsBodyTooLarge says whether err came from reading a body past its limit.

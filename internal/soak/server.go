@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,33 +31,25 @@ type tokens struct {
 	entries int
 }
 
-func newSecret() (string, error) {
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return "", err
-	}
-	return "gpw_" + base64.RawURLEncoding.EncodeToString(raw), nil
-}
-
 func makeTokens(dir string, nodes []string) (*tokens, error) {
 	t := &tokens{file: filepath.Join(dir, "tokens.yaml"), agents: map[string]string{}}
 	var b strings.Builder
 	b.WriteString("# gpuwatch soak: one agent token per node, bound to it; one read token.\n")
 	for _, n := range nodes {
-		s, err := newSecret()
+		s, err := auth.NewSecret()
 		if err != nil {
 			return nil, err
 		}
 		t.agents[n] = s
-		fmt.Fprintf(&b, "- name: agent-%s\n  role: %s\n  sha256: %s\n  nodes: [%q]\n", n, auth.RoleAgent, auth.HashSecret(s), n)
+		b.WriteString(auth.Entry("agent-"+n, auth.RoleAgent, s, n))
 		t.entries++
 	}
-	s, err := newSecret()
+	s, err := auth.NewSecret()
 	if err != nil {
 		return nil, err
 	}
 	t.reader = s
-	fmt.Fprintf(&b, "- name: soak-reader\n  role: %s\n  sha256: %s\n", auth.RoleRead, auth.HashSecret(s))
+	b.WriteString(auth.Entry("soak-reader", auth.RoleRead, s))
 	t.entries++
 	data := []byte(b.String())
 	// The file the server will read must parse as the server parses it.
