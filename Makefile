@@ -41,10 +41,10 @@ deps: ## install what the build needs (Go modules)
 
 # The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
 # promtool), Alertmanager (with amtool), and Slurm (slurm-wlm: slurmctld, slurmd, the
-# client commands) with munge, from Debian. Installed once; their system services are
+# client commands) with munge, and Chromium for the browser tests, from Debian. Installed once; their system services are
 # not used (test/realslurm runs its own munged and daemons).
-DEBIAN_PACKAGES := victoria-metrics prometheus prometheus-alertmanager slurm-wlm munge
-DEBIAN_BINARIES := victoria-metrics vmalert prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged
+DEBIAN_PACKAGES := victoria-metrics prometheus prometheus-alertmanager slurm-wlm munge chromium
+DEBIAN_BINARIES := victoria-metrics vmalert prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged chromium
 
 .PHONY: test-deps
 test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
@@ -66,7 +66,7 @@ demo: build ## run the whole system on a simulated fleet (embedded defaults)
 
 .PHONY: test
 test: test-deps lint ## install what is needed, then run every test
-	GPUWATCH_REQUIRE_REALSTORE=1 GPUWATCH_REQUIRE_REALSLURM=1 $(GO) test -count=1 ./...
+	GPUWATCH_REQUIRE_REALSTORE=1 GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_REQUIRE_BROWSER=1 $(GO) test -count=1 ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
