@@ -2,6 +2,8 @@
 
 GO        ?= go
 BIN       ?= bin/gpuwatch
+# The node agent alone (build tag agentonly): what GPU nodes run.
+AGENT_BIN ?= bin/gpuwatch-agent
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 # cgo: go-nvml wraps NVML functions that NVIDIA has marked deprecated; the warnings are noise.
@@ -57,8 +59,9 @@ test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
 	fi
 
 .PHONY: build
-build: deps ## build bin/gpuwatch
+build: deps ## build bin/gpuwatch (everything) and bin/gpuwatch-agent (the node agent alone)
 	CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpuwatch
+	CGO_ENABLED=1 $(GO) build -tags agentonly -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/gpuwatch
 
 .PHONY: demo
 demo: build ## run the whole system on a simulated fleet (embedded defaults)
@@ -80,7 +83,7 @@ bench: build bench-store ## run the benchmarks (results and commands go in docs/
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./internal/agentbench hour
 	GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_BENCH_DRAIN=100 $(GO) test -count=1 -run '^TestDrainLatency$$' -v ./test/
-	$(GO) run ./internal/agentbench process -bin $(BIN) $(AGENTBENCH_FLAGS)
+	$(GO) run ./internal/agentbench process -bin $(AGENT_BIN) $(AGENTBENCH_FLAGS)
 	$(GO) run ./internal/soak -bin $(BIN) $(SOAK_FLAGS)
 
 .PHONY: bench-store

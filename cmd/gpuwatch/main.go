@@ -1,6 +1,10 @@
 // Command gpuwatch watches GPU fleets and feeds what it sees back into scheduling.
 //
-// One binary, many subcommands; see `gpuwatch help`. Flags live only in this
+// One binary, many subcommands; see `gpuwatch help`. Built with the tag
+// agentonly (`make build` does both) it is `gpuwatch-agent`, the node agent alone:
+// agent, check and version, without the control plane's dependencies (the
+// Prometheus TSDB and PromQL, client-go, the rules engine), a third of the size
+// and less than half the memory on every GPU node. Flags live only in this
 // package: each subcommand parses its own flag set into the Options struct of the
 // library package it drives.
 package main
@@ -14,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -23,22 +28,12 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-// commands is the explicit registry of subcommands.
-func commands() map[string]command {
+// agentCommands are the subcommands of a GPU node, in both builds.
+func agentCommands() map[string]command {
 	return map[string]command{
-		"agent":     {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
-		"check":     {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
-		"drain":     {"drain a node through the gpuwatch server's actuator, as a person (audited, never resumed by automation)", runDrain},
-		"resume":    {"resume a node through the gpuwatch server's actuator, as a person (audited)", runResume},
-		"place":     {"ask the gpuwatch server for a topology- and health-aware gang placement (dry run or reserved with a lease)", runPlace},
-		"explain":   {"show why the gpuwatch server placed a job where it did: every filter verdict and score", runExplain},
-		"topology":  {"export the fabric (ibnetdiscover dump, site YAML, topology.conf) as Slurm topology.conf, node labels, a Kueue Topology, Volcano HyperNodes", runTopology},
-		"simulate":  {"replay real traces: `simulate openb` (GPU packing with the FGD paper's protocol)", runSimulate},
-		"fairshare": {"print the fair-share standing (shares, measured and allocated GPU usage, factors) from a gpuwatch server", runFairShare},
-		"demo":      {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
-		"server":    {"run the control plane: the store (remote-write ingest, Prometheus query API), drain controller, placement, fair share; behind bearer tokens and TLS", runServer},
-		"token":     {"make a bearer token: a random secret into a file and the token-file entry (name, role, sha256) for the server", runToken},
-		"version":   {"print the version and build information", runVersion},
+		"agent":   {"run the node agent: collect GPU, NVLink, InfiniBand and Xid telemetry, judge health, serve /metrics", runAgent},
+		"check":   {"check this node's GPUs once and exit non-zero with a one-line reason if unhealthy (a Slurm HealthCheckProgram)", runCheck},
+		"version": {"print the version and build information", runVersion},
 	}
 }
 
@@ -53,13 +48,16 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
+	if defaultCommand != "" && len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
+		args = append([]string{defaultCommand}, args...)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout, cmds)
 		return 0
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "gpuwatch: unknown command %q\n\n", args[0])
+		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", programName, args[0])
 		usage(stderr, cmds)
 		return 2
 	}
@@ -71,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &code) {
 			return int(code)
 		}
-		fmt.Fprintf(stderr, "gpuwatch %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "%s %s: %v\n", programName, args[0], err)
 		if errors.Is(err, errUsage) {
 			return 2
 		}
@@ -81,9 +79,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer, cmds map[string]command) {
-	fmt.Fprintln(w, "gpuwatch watches GPU fleets and feeds what it sees back into scheduling.")
+	fmt.Fprintln(w, programSummary)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: gpuwatch <command> [flags]")
+	fmt.Fprintf(w, "Usage: %s <command> [flags]\n", programName)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	names := make([]string, 0, len(cmds))
@@ -95,13 +93,16 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'gpuwatch <command> -h' for a command's flags.")
+	fmt.Fprintf(w, "Run '%s <command> -h' for a command's flags.\n", programName)
+	if defaultCommand != "" {
+		fmt.Fprintf(w, "Flags without a command are %s's: '%s --simulate hgx-h100' is '%s %s --simulate hgx-h100'.\n", defaultCommand, programName, programName, defaultCommand)
+	}
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, so tests
 // can drive every subcommand in process.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("gpuwatch "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(programName+" "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
 }
