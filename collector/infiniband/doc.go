@@ -24,7 +24,10 @@
 // replaced by a rename, as the simulated hardware writes) or whose read fails is
 // opened again. The device list is kept too and listed again by every full
 // collection, so an HCA that appears later is read from the next full
-// collection on. Source.Close closes the kept files. The full schedule's files
+// collection on. Source.Close closes the kept files. The files kept open by all
+// the sources of a process are bounded by a quarter of its file-descriptor limit
+// (a process running a thousand agents, as the soak does, keeps what fits and
+// reads the rest with open, read, close). The full schedule's files
 // are opened, read and closed each time, relative to their port's directory.
 //
 // Values are those procfs (and so node_exporter) reports for the same files:

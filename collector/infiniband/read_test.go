@@ -114,3 +114,60 @@ func TestKeptFilesFollowTheirFiles(t *testing.T) {
 		t.Errorf("%d open files after Close, %d before", n, before)
 	}
 }
+
+// TestKeptBudget: the files kept open by every source of the process are bounded
+// (keptBudget); past the bound a file is read with open, read, close, and reads
+// the same values. Close gives the slots back.
+func TestKeptBudget(t *testing.T) {
+	reserveKept() // sets the budget from the limit once
+	saved := keptBudget.left.Load()
+	const slots = 3
+	keptBudget.left.Store(slots)
+	defer keptBudget.left.Store(saved)
+
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("no /proc/self/fd: %v", err)
+		}
+		return len(ents)
+	}
+	root := copyTree(t, nodeExporterSys)
+	downed := filepath.Join(root, "class/infiniband/mlx4_0/ports/1/counters/link_downed")
+	s := mustNew(t, Options{SysfsRoot: root, DeviceInclude: "^mlx4_0$"})
+	before := fds()
+	for i, want := range []string{"0", "7", "8"} {
+		if i > 0 {
+			if err := os.WriteFile(downed, []byte(want+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got string
+		n := 0
+		err := s.CollectHealth(t.Context(), func(x telemetry.Sample) {
+			n++
+			if x.Name == telemetry.NodeIBLinkDownedTotal && x.Labels.Get("port") == "1" {
+				got = strconv.FormatFloat(x.Value, 'g', -1, 64)
+			}
+		})
+		if err != nil || got != want {
+			t.Errorf("collection %d: link_downed %q (%v), want %q", i, got, err, want)
+		}
+		if n < 2*slots {
+			t.Fatalf("collection %d: %d samples; the test needs more health files than slots", i, n)
+		}
+		if open := fds() - before; open != slots {
+			t.Errorf("collection %d: %d files kept open, want the budget's %d", i, open, slots)
+		}
+		if left := keptBudget.left.Load(); left != 0 {
+			t.Errorf("collection %d: %d slots left, want 0", i, left)
+		}
+	}
+	s.Close()
+	if left := keptBudget.left.Load(); left != slots {
+		t.Errorf("after Close: %d slots left, want %d back", left, slots)
+	}
+	if n := fds(); n != before {
+		t.Errorf("%d open files after Close, %d before", n, before)
+	}
+}

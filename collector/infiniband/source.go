@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gpuwatch/gpuwatch/collector"
@@ -204,23 +205,29 @@ func (r *reader) readKept(f *keptFile, dir, name string) ([]byte, bool) {
 		}
 	}
 	for {
-		if f.fd < 0 {
+		fd := f.fd
+		if fd < 0 {
 			var err error = syscall.EINTR
 			for err == syscall.EINTR {
-				f.fd, err = syscall.Open(filepath.Join(dir, name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+				fd, err = syscall.Open(filepath.Join(dir, name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 			}
 			if err != nil {
-				f.fd = -1
 				if !benign(err) {
 					r.fail(&fs.PathError{Op: "open", Path: filepath.Join(dir, name), Err: err})
 				}
 				return nil, false
 			}
+			if reserveKept() {
+				f.fd = fd
+			}
 		}
 		n := 0
 		var err error = syscall.EINTR
 		for err == syscall.EINTR {
-			n, err = syscall.Pread(f.fd, r.buf[:], 0)
+			n, err = syscall.Pread(fd, r.buf[:], 0)
+		}
+		if f.fd != fd {
+			syscall.Close(fd) // read once: the process's budget of kept files is spent
 		}
 		switch {
 		case err != nil:
@@ -239,6 +246,34 @@ func (r *reader) readKept(f *keptFile, dir, name string) ([]byte, bool) {
 		}
 		return r.buf[:n], true
 	}
+}
+
+// keptBudget bounds the attribute files kept open by every InfiniBand source of
+// the process together: a quarter of the process's file-descriptor limit, so that
+// keeping files open never starves the process of descriptors for its sockets and
+// other files. One agent keeps 14 per port (112 on a node with eight HCAs), far
+// below it; a process with many agents (a soak, a test) keeps what fits and reads
+// the rest with open, read, close.
+var keptBudget struct {
+	once sync.Once
+	left atomic.Int64
+}
+
+// reserveKept takes one slot of keptBudget, or reports that none is left.
+func reserveKept() bool {
+	keptBudget.once.Do(func() {
+		limit := int64(1024)
+		var rl syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 0 && rl.Cur < 1<<40 {
+			limit = int64(rl.Cur)
+		}
+		keptBudget.left.Store(limit / 4)
+	})
+	if keptBudget.left.Add(-1) >= 0 {
+		return true
+	}
+	keptBudget.left.Add(1)
+	return false
 }
 
 // openDir opens a port's directory for readAt, or returns ok=false when it is
@@ -285,6 +320,7 @@ func (f *keptFile) close() {
 	if f.fd >= 0 {
 		syscall.Close(f.fd)
 		f.fd = -1
+		keptBudget.left.Add(1)
 	}
 }
 
