@@ -186,8 +186,8 @@ var sampleRules = map[string]sampleRule{
 	telemetry.NodeIBPhysicalStateID:                     portGauge(func(p *portCycle) *float64 { return &p.phys }),
 	telemetry.NodeIBRateBytesPerSecond:                  portGauge(func(p *portCycle) *float64 { return &p.rate }),
 	telemetry.NodeIBLinkDownedTotal:                     ibLinkDowned,
-	telemetry.NodeIBPortErrorsReceivedTotal:             portDelta("device", "port", ibErrors),
-	telemetry.NodeIBLinkErrorRecoveryTotal:              portDelta("device", "port", ibRecovery),
+	telemetry.NodeIBPortErrorsReceivedTotal:             portDelta(telemetry.NodeExpLabelDevice, telemetry.NodeExpLabelPort, ibErrors),
+	telemetry.NodeIBLinkErrorRecoveryTotal:              portDelta(telemetry.NodeExpLabelDevice, telemetry.NodeExpLabelPort, ibRecovery),
 	telemetry.MetricIBSymbolErrorsTotal:                 portDelta(telemetry.LabelIBDevice, telemetry.LabelIBPort, ibErrors),
 	telemetry.MetricIBLocalLinkIntegrityErrorsTotal:     portDelta(telemetry.LabelIBDevice, telemetry.LabelIBPort, ibErrors),
 	telemetry.MetricIBExcessiveBufferOverrunErrorsTotal: portDelta(telemetry.LabelIBDevice, telemetry.LabelIBPort, ibErrors),
@@ -226,7 +226,7 @@ func gpuGauge(field func(*gpuCycle) *float64) sampleRule {
 // judgePorts.
 func portGauge(field func(*portCycle) *float64) sampleRule {
 	return func(e *Engine, s *telemetry.Sample, _ time.Time) {
-		if _, p := e.portOf(s, "device", "port"); p != nil {
+		if _, p := e.portOf(s, telemetry.NodeExpLabelDevice, telemetry.NodeExpLabelPort); p != nil {
 			*field(p) = s.Value
 		}
 	}
@@ -294,7 +294,7 @@ func throttled(kind telemetry.ConditionKind, sev telemetry.Severity, rule string
 // ibLinkDowned counts a port's flaps for judgePorts: each link_downed increment
 // is one.
 func ibLinkDowned(e *Engine, s *telemetry.Sample, now time.Time) {
-	k, p := e.portOf(s, "device", "port")
+	k, p := e.portOf(s, telemetry.NodeExpLabelDevice, telemetry.NodeExpLabelPort)
 	if p == nil {
 		return
 	}
