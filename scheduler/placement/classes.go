@@ -73,12 +73,14 @@ func classifiers(filters []framework.Filter, picker framework.Picker, scorers []
 	return out, true
 }
 
-// appendPart appends what one plugin appends, its length first, so that the
-// parts of two plugins never run into each other.
-func appendPart(b []byte, part func(framework.Key) framework.Key) []byte {
+// beginPart and endPart frame what one plugin appends with its length, so that
+// the parts of two plugins never run into each other.
+func beginPart(b []byte) (framework.Key, int) {
 	at := len(b)
-	b = appendU32(b, 0)
-	b = part(b)
+	return appendU32(b, 0), at
+}
+
+func endPart(b []byte, at int) []byte {
 	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	return b
 }
@@ -105,7 +107,8 @@ func appendU64(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUin
 func (x *classIndex) appendStaticKey(b []byte, n *snapshot.Node) []byte {
 	b = appendU32(b, uint32(len(n.GPUs)))
 	for _, c := range x.plugins {
-		b = appendPart(b, func(k framework.Key) framework.Key { return c.AppendNodeKey(k, n) })
+		k, at := beginPart(b)
+		b = endPart(c.AppendNodeKey(k, n), at)
 	}
 	return b
 }
@@ -210,7 +213,8 @@ func (e *Engine) appendRequestKey(b []byte, req *framework.Request, near bool) [
 	b = appendU64(b, uint64(req.GPUs))
 	b = appendU64(b, uint64(req.GPUsPerNode))
 	for _, c := range e.cls.plugins {
-		b = appendPart(b, func(k framework.Key) framework.Key { return c.AppendRequestKey(k, req) })
+		k, at := beginPart(b)
+		b = endPart(c.AppendRequestKey(k, req), at)
 	}
 	return b
 }

@@ -80,3 +80,32 @@ func TestPluginContributesClassKey(t *testing.T) {
 		t.Errorf("a key that misses the node's name still placed on %s: the test cannot tell", got)
 	}
 }
+
+// rawKey appends its bytes as they are, with no length of its own.
+type rawKey struct{ node, req string }
+
+func (rawKey) Name() string { return "raw" }
+
+func (r rawKey) AppendNodeKey(k framework.Key, _ *snapshot.Node) framework.Key {
+	return append(k, r.node...)
+}
+
+func (r rawKey) AppendRequestKey(k framework.Key, _ *framework.Request) framework.Key {
+	return append(k, r.req...)
+}
+
+// TestClassKeyPartsDoNotRunTogether: the engine frames each plugin's part of a
+// key, so two plugins appending "ab" and "" never make the key of "a" and "b".
+func TestClassKeyPartsDoNotRunTogether(t *testing.T) {
+	n := fleet(t, small, nil).Node(0)
+	key := func(a, b rawKey) (string, string) {
+		e := &Engine{}
+		e.cls.plugins = []framework.Classifier{a, b}
+		return string(e.cls.appendStaticKey(nil, n)), string(e.appendRequestKey(nil, &framework.Request{GPUs: 1}, false))
+	}
+	n1, r1 := key(rawKey{"ab", "ab"}, rawKey{"", ""})
+	n2, r2 := key(rawKey{"a", "a"}, rawKey{"b", "b"})
+	if n1 == n2 || r1 == r2 {
+		t.Errorf("parts ran together: node keys equal %v, request keys equal %v", n1 == n2, r1 == r2)
+	}
+}
