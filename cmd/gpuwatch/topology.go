@@ -28,9 +28,9 @@ func runTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 	usage := func(w io.Writer) {
 		fmt.Fprintln(w, "Usage: gpuwatch topology <slurm|labels|volcano> [flags]")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exports the fabric between nodes, read from an ibnetdiscover dump, a site YAML file or a")
-		fmt.Fprintln(w, "Slurm topology.conf, in the forms schedulers read, so they place jobs by leaf, spine and")
-		fmt.Fprintln(w, "NVLink domain.")
+		fmt.Fprintln(w, "Exports the fabric between nodes, read from an ibnetdiscover dump, a site YAML file, a Slurm")
+		fmt.Fprintln(w, "topology.conf or Kubernetes node labels, in the forms schedulers read, so they place jobs by")
+		fmt.Fprintln(w, "leaf, spine and NVLink domain.")
 		fmt.Fprintln(w)
 		names := make([]string, 0, len(topologyCommands))
 		for n := range topologyCommands {
@@ -118,7 +118,7 @@ func runTopologySlurm(args []string, stdout, stderr io.Writer) error {
 	block := fs.Bool("block", false, "write topology/block (BlockName=, BlockSizes=) instead of topology/tree")
 	level := fs.String("block-level", "", "with --block, what a block is: nvlink (NVLink domain) or leaf (default: nvlink where every node has one, else leaf)")
 	sizes := fs.String("block-sizes", "", "with --block, BlockSizes as a comma-separated list (default: the smallest block's size, doubled while enough blocks remain)")
-	topologyUsage(fs, stderr, "slurm (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE) [--block]",
+	topologyUsage(fs, stderr, "slurm (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE | --from-k8s-nodes FILE) [--block]",
 		"Prints a Slurm topology.conf: SwitchName lines with Slurm host lists for TopologyPlugin=topology/tree,",
 		"or BlockName lines and BlockSizes for topology/block. What the tree cannot hold is written as comments.")
 	if err := parseFlags(fs, args); err != nil {
@@ -156,7 +156,7 @@ func runTopologyLabels(args []string, stdout, stderr io.Writer) error {
 	kueue := fs.Bool("kueue-topology", false, "print a Kueue Topology object (kueue.x-k8s.io/v1beta1) with these labels as levels instead of the labels")
 	kueueName := fs.String("kueue-name", "gpuwatch", "with --kueue-topology, the Topology's name")
 	noClique := fs.Bool("no-gpu-clique", false, "leave out nvidia.com/gpu.clique (GPU feature discovery writes it where it runs)")
-	topologyUsage(fs, stderr, "labels (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE) [--output kubectl|json] [--kueue-topology]",
+	topologyUsage(fs, stderr, "labels (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE | --from-k8s-nodes FILE) [--output kubectl|json] [--kueue-topology]",
 		"Prints node labels in NVIDIA topograph's scheme: "+topology.LabelAccelerator+" (NVLink domain),",
 		topology.LabelLeaf+", "+topology.LabelSpine+", "+topology.LabelCore+",",
 		"and "+topology.LabelGPUClique+" where the NVLink domain is known. Kueue's topology-aware scheduling and KAI read them.")
@@ -185,7 +185,7 @@ func runTopologyVolcano(args []string, stdout, stderr io.Writer) error {
 	var in topologyInput
 	in.register(fs)
 	regex := fs.Bool("regex", false, "match each leaf's nodes with one regexMatch member instead of one exactMatch member per node")
-	topologyUsage(fs, stderr, "volcano (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE) [--regex]",
+	topologyUsage(fs, stderr, "volcano (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE | --from-k8s-nodes FILE) [--regex]",
 		"Prints Volcano HyperNode objects (topology.volcano.sh/v1alpha1): tier 1 per leaf domain with its nodes,",
 		"tier 2 per spine domain, tier 3 per core domain, as YAML for kubectl apply.")
 	if err := parseFlags(fs, args); err != nil {
