@@ -30,16 +30,17 @@ type Classifier interface {
 	AppendRequestKey(k Key, req *Request) Key
 }
 
-// Key is a class key being built. Its methods append fixed-width or
-// length-prefixed values, so that two different sequences of values never give
-// the same bytes.
+// Key is a class key being built. Its methods append varints, fixed-width or
+// length-prefixed values, none of which is the beginning of another, so that two
+// different sequences of values never give the same bytes. Keys are short: the
+// engine interns one per node.
 type Key []byte
 
 // Uint appends v.
-func (k Key) Uint(v uint64) Key { return binary.LittleEndian.AppendUint64(k, v) }
+func (k Key) Uint(v uint64) Key { return binary.AppendUvarint(k, v) }
 
 // Int appends v.
-func (k Key) Int(v int64) Key { return k.Uint(uint64(v)) }
+func (k Key) Int(v int64) Key { return binary.AppendVarint(k, v) }
 
 // Bool appends v.
 func (k Key) Bool(v bool) Key {
@@ -56,7 +57,7 @@ func (k Key) Float32(v float32) Key {
 
 // Str appends s, length first.
 func (k Key) Str(s string) Key {
-	return append(binary.LittleEndian.AppendUint32(k, uint32(len(s))), s...)
+	return append(binary.AppendUvarint(k, uint64(len(s))), s...)
 }
 
 // GPUs appends a set of GPU positions.

@@ -73,15 +73,24 @@ func classifiers(filters []framework.Filter, picker framework.Picker, scorers []
 	return out, true
 }
 
-// beginPart and endPart frame what one plugin appends with its length, so that
-// the parts of two plugins never run into each other.
+// beginPart and endPart frame what one plugin appends with its length (a
+// varint), so that the parts of two plugins never run into each other.
 func beginPart(b []byte) (framework.Key, int) {
 	at := len(b)
-	return appendU32(b, 0), at
+	return append(b, 0), at
 }
 
 func endPart(b []byte, at int) []byte {
-	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	n := len(b) - at - 1
+	if n < 0x80 {
+		b[at] = byte(n)
+		return b
+	}
+	var v [binary.MaxVarintLen64]byte
+	m := binary.PutUvarint(v[:], uint64(n))
+	b = append(b, v[:m-1]...)
+	copy(b[at+m:], b[at+1:at+1+n])
+	copy(b[at:], v[:m])
 	return b
 }
 

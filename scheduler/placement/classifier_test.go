@@ -2,6 +2,8 @@ package placement
 
 import (
 	"context"
+	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
@@ -103,9 +105,20 @@ func TestClassKeyPartsDoNotRunTogether(t *testing.T) {
 		e.cls.plugins = []framework.Classifier{a, b}
 		return string(e.cls.appendStaticKey(nil, n)), string(e.appendRequestKey(nil, &framework.Request{GPUs: 1}, false))
 	}
-	n1, r1 := key(rawKey{"ab", "ab"}, rawKey{"", ""})
-	n2, r2 := key(rawKey{"a", "a"}, rawKey{"b", "b"})
-	if n1 == n2 || r1 == r2 {
-		t.Errorf("parts ran together: node keys equal %v, request keys equal %v", n1 == n2, r1 == r2)
+	long := strings.Repeat("x", 300) // a part longer than a one-byte length
+	for _, tc := range [][2]string{{"ab", "a"}, {long, long[1:]}} {
+		n1, r1 := key(rawKey{tc[0], tc[0]}, rawKey{"", ""})
+		n2, r2 := key(rawKey{tc[1], tc[1]}, rawKey{tc[0][len(tc[1]):], tc[0][len(tc[1]):]})
+		if n1 == n2 || r1 == r2 {
+			t.Errorf("%d bytes: parts ran together: node keys equal %v, request keys equal %v", len(tc[0]), n1 == n2, r1 == r2)
+		}
+	}
+	// A long part keeps its bytes after its varint length.
+	b := []byte("pre")
+	k, at := beginPart(b)
+	b = endPart(append(k, long...), at)
+	l, m := binary.Uvarint(b[3:])
+	if string(b[:3]) != "pre" || l != 300 || string(b[3+m:]) != long {
+		t.Errorf("framed part: length %d, bytes %q", l, b)
 	}
 }
