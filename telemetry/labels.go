@@ -33,6 +33,17 @@ var dcgmGPULabels = []string{
 // DCGM_FI_* GPU series carries. MIG and pod labels are added where they apply.
 func DCGMGPULabels() []string { return append([]string(nil), dcgmGPULabels...) }
 
+// Label keys that node_exporter's infiniband collector puts on its
+// node_infiniband_* series, spelled as it emits them; gpuwatch emits the same on
+// those series (and its own LabelIBDevice, LabelIBPort on gpuwatch_ib_*).
+const (
+	NodeExpLabelDevice          = "device"           // HCA, "mlx5_0"
+	NodeExpLabelPort            = "port"             // port number, "1"
+	NodeExpLabelBoardID         = "board_id"         // node_infiniband_info only
+	NodeExpLabelFirmwareVersion = "firmware_version" // node_infiniband_info only
+	NodeExpLabelHCAType         = "hca_type"         // node_infiniband_info only
+)
+
 // gpuwatch's own label keys: lower_snake, shared by gpuwatch_* series, log records
 // (slog keys), API documents and the scheduler. A key names one concept everywhere.
 const (

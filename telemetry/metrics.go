@@ -245,7 +245,7 @@ var (
 	linkLabels   = []string{LabelNode, LabelGPUIndex, LabelGPUUUID, LabelLink}
 	ibLabels     = []string{LabelNode, LabelIBDevice, LabelIBPort}
 	sourceLabels = []string{LabelNode, LabelSource}
-	nodeExpIB    = []string{"device", "port"} // node_exporter's own keys
+	nodeExpIB    = []string{NodeExpLabelDevice, NodeExpLabelPort} // node_exporter's own keys
 )
 
 func dcgm(name string, field int, typ MetricType, unit string, src Source, help string) MetricDesc {
@@ -356,7 +356,7 @@ var catalog = withGPUIdentity([]MetricDesc{
 	// sysfs reports port_rcv_data and port_xmit_data in 4-byte words and the source
 	// multiplies by 4, as node_exporter (procfs) does.
 	{Name: NodeIBInfo, Type: MetricGauge, Help: "Non-numeric data from /sys/class/infiniband/<device>, value is always 1.",
-		Source: SourceInfiniBand, Family: FamilyNodeExporter, Labels: []string{"board_id", "device", "firmware_version", "hca_type"}},
+		Source: SourceInfiniBand, Family: FamilyNodeExporter, Labels: []string{NodeExpLabelBoardID, NodeExpLabelDevice, NodeExpLabelFirmwareVersion, NodeExpLabelHCAType}},
 	nodeIB(NodeIBStateID, MetricGauge, "", "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)"),
 	nodeIB(NodeIBPhysicalStateID, MetricGauge, "", "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)"),
 	nodeIB(NodeIBRateBytesPerSecond, MetricGauge, "bytes/s", "Maximum signal transfer rate"),

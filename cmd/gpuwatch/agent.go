@@ -158,7 +158,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Usage: gpuwatch agent [flags]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Runs the node agent: reads the GPUs (NVML, DCGM), NVLink, InfiniBand and the kernel log in the")
-		fmt.Fprintln(stderr, "background, judges GPU health, and serves dcgm-exporter-compatible /metrics.")
+		fmt.Fprintln(stderr, "background, judges GPU health, and serves dcgm-exporter-compatible /metrics; with --remote-write")
+		fmt.Fprintln(stderr, "it ships every sample to a store, with --server it pushes health reports to the gpuwatch server.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}

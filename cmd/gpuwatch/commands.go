@@ -19,11 +19,11 @@ func commands() map[string]command {
 		"resume":    {"resume a node through the gpuwatch server's actuator, as a person (audited)", runResume},
 		"place":     {"ask the gpuwatch server for a topology- and health-aware gang placement (dry run or reserved with a lease)", runPlace},
 		"explain":   {"show why the gpuwatch server placed a job where it did: every filter verdict and score", runExplain},
-		"topology":  {"export the fabric (ibnetdiscover dump, site YAML, topology.conf) as Slurm topology.conf, node labels, a Kueue Topology, Volcano HyperNodes", runTopology},
-		"simulate":  {"replay real traces: `simulate openb` (GPU packing with the FGD paper's protocol)", runSimulate},
+		"topology":  {"export the fabric (ibnetdiscover dump, site YAML, topology.conf, Kubernetes node labels) as Slurm topology.conf, node labels, a Kueue Topology, Volcano HyperNodes", runTopology},
+		"simulate":  {"replay traces: `simulate openb` (GPU packing with the FGD paper's protocol), `simulate fairshare` (fair share charged by allocation or by measured use)", runSimulate},
 		"fairshare": {"print the fair-share standing (shares, measured and allocated GPU usage, factors) from a gpuwatch server", runFairShare},
 		"demo":      {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
-		"server":    {"run the control plane: the store (remote-write ingest, Prometheus query API), drain controller, placement, fair share; behind bearer tokens and TLS", runServer},
+		"server":    {"run the control plane: the store (remote-write ingest, Prometheus query API), drain controller, placement, fair share, alerting rules; behind bearer tokens and TLS", runServer},
 		"token":     {"make a bearer token: a random secret into a file and the token-file entry (name, role, sha256) for the server", runToken},
 	}
 	for name, c := range agentCommands() {

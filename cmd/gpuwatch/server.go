@@ -78,12 +78,12 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	placementOn := fs.Bool("placement", true, "run the placement service: fleet snapshot from the store, place/release/explain and the kube-scheduler extender under /api/gpuwatch/v1")
 	placementInterval := fs.Duration("placement.interval", 10*time.Second, "how often the placement snapshot is rebuilt from the store")
 	placementSlurm := fs.Bool("placement.slurm", false, "add Slurm's running jobs (scontrol/squeue from PATH) to the allocations agents report")
-	var site topologyInput
-	fs.StringVar(&site.ibnetdiscover, "placement.ibnetdiscover", "", "place nodes in the fabric from this ibnetdiscover dump instead of the agents' labels")
-	fs.StringVar(&site.guidMap, "placement.guid-map", "", "with --placement.ibnetdiscover: GUID→host map")
-	fs.StringVar(&site.fromYAML, "placement.site-yaml", "", "place nodes in the fabric from this site YAML (nodes with leaf, spine, core, nvlink_domain)")
-	fs.StringVar(&site.fromSlurm, "placement.slurm-topology", "", "place nodes in the fabric from this Slurm topology.conf")
-	fs.StringVar(&site.fromK8s, "placement.k8s-nodes", "", "place nodes in the fabric from their Kubernetes labels (topograph scheme), given as `kubectl get nodes -o json` output")
+	site := topologyInput{names: topologyFlagNames{"--placement.ibnetdiscover", "--placement.guid-map", "--placement.site-yaml", "--placement.slurm-topology", "--placement.k8s-nodes"}}
+	fs.StringVar(&site.IBNetDiscover, "placement.ibnetdiscover", "", "place nodes in the fabric from this ibnetdiscover dump instead of the agents' labels")
+	fs.StringVar(&site.GUIDMap, "placement.guid-map", "", "with --placement.ibnetdiscover: GUID→host map")
+	fs.StringVar(&site.SiteYAML, "placement.site-yaml", "", "place nodes in the fabric from this site YAML (nodes with leaf, spine, core, nvlink_domain)")
+	fs.StringVar(&site.SlurmTopology, "placement.slurm-topology", "", "place nodes in the fabric from this Slurm topology.conf")
+	fs.StringVar(&site.KubeNodes, "placement.k8s-nodes", "", "place nodes in the fabric from their Kubernetes labels (topograph scheme), given as `kubectl get nodes -o json` output")
 	otlp := fs.String("otlp.endpoint", "", "OTLP/HTTP endpoint (http://collector:4318) for a trace span per placement decision (default: no tracing)")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
@@ -160,7 +160,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *placementSlurm {
 			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
 		}
-		if site.ibnetdiscover != "" || site.fromYAML != "" || site.fromSlurm != "" || site.fromK8s != "" || site.guidMap != "" {
+		if !site.Empty() {
 			tree, _, err := site.load(stderr)
 			if err != nil {
 				return err

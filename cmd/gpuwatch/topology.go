@@ -4,18 +4,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/topology"
-	"github.com/gpuwatch/gpuwatch/scheduler/topology/ibnet"
 )
 
 // topologyCommands are the subcommands of `gpuwatch topology`.
@@ -32,9 +28,9 @@ func runTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 	usage := func(w io.Writer) {
 		fmt.Fprintln(w, "Usage: gpuwatch topology <slurm|labels|volcano> [flags]")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exports the fabric between nodes, read from an ibnetdiscover dump, a site YAML file or a")
-		fmt.Fprintln(w, "Slurm topology.conf, in the forms schedulers read, so they place jobs by leaf, spine and")
-		fmt.Fprintln(w, "NVLink domain.")
+		fmt.Fprintln(w, "Exports the fabric between nodes, read from an ibnetdiscover dump, a site YAML file, a Slurm")
+		fmt.Fprintln(w, "topology.conf or Kubernetes node labels, in the forms schedulers read, so they place jobs by")
+		fmt.Fprintln(w, "leaf, spine and NVLink domain.")
 		fmt.Fprintln(w)
 		names := make([]string, 0, len(topologyCommands))
 		for n := range topologyCommands {
@@ -63,106 +59,44 @@ func runTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return c.run(args[1:], stdout, stderr)
 }
 
-// topologyInput is the input flags every topology command shares.
+// topologyInput is the input flags every topology command shares, and the
+// server's --placement.* site flags.
 type topologyInput struct {
-	ibnetdiscover, guidMap, fromYAML, fromSlurm, fromK8s string
+	topology.Source
+	names topologyFlagNames // the flags' names, for errors
 }
+
+// topologyFlagNames names the flags that set each field of a topology.Source.
+type topologyFlagNames struct{ ibnetdiscover, guidMap, yaml, slurm, k8s string }
 
 func (in *topologyInput) register(fs *flag.FlagSet) {
-	fs.StringVar(&in.ibnetdiscover, "ibnetdiscover", "", "an ibnetdiscover dump (plain or -p format) to read the fabric from")
-	fs.StringVar(&in.guidMap, "guid-map", "", "a GUID→host map (\"H-<guid> host\" lines) naming the hosts of the dump's HCAs; wins over their node descriptions")
-	fs.StringVar(&in.fromYAML, "from-yaml", "", "a site YAML file (nodes with leaf, spine, core, nvlink_domain) for sites without a fabric dump")
-	fs.StringVar(&in.fromSlurm, "from-slurm", "", "a Slurm topology.conf (topology/tree) to read the switch tree from")
-	fs.StringVar(&in.fromK8s, "from-k8s-nodes", "", "`kubectl get nodes -o json` output whose node labels (topograph's network.topology.nvidia.com/* scheme) give the tree")
+	in.names = topologyFlagNames{"--ibnetdiscover", "--guid-map", "--from-yaml", "--from-slurm", "--from-k8s-nodes"}
+	fs.StringVar(&in.IBNetDiscover, "ibnetdiscover", "", "an ibnetdiscover dump (plain or -p format) to read the fabric from")
+	fs.StringVar(&in.GUIDMap, "guid-map", "", "a GUID→host map (\"H-<guid> host\" lines) naming the hosts of the dump's HCAs; wins over their node descriptions")
+	fs.StringVar(&in.SiteYAML, "from-yaml", "", "a site YAML file (nodes with leaf, spine, core, nvlink_domain) for sites without a fabric dump")
+	fs.StringVar(&in.SlurmTopology, "from-slurm", "", "a Slurm topology.conf (topology/tree) to read the switch tree from")
+	fs.StringVar(&in.KubeNodes, "from-k8s-nodes", "", "`kubectl get nodes -o json` output whose node labels (topograph's network.topology.nvidia.com/* scheme) give the tree")
 }
 
-// load builds the tree and prints its warnings to stderr; source names the input.
+// load builds the tree (topology.Load) and prints its warnings to stderr;
+// source names the input.
 func (in *topologyInput) load(stderr io.Writer) (tree *topology.Tree, source string, err error) {
-	inputs := 0
-	for _, v := range []string{in.ibnetdiscover, in.fromYAML, in.fromSlurm, in.fromK8s} {
-		if v != "" {
-			inputs++
-		}
+	n := in.names
+	switch in.Check() {
+	case topology.ErrSeveralSources:
+		return nil, "", fmt.Errorf("%w: give one of %s, %s, %s and %s, not several", errUsage, n.ibnetdiscover, n.yaml, n.slurm, n.k8s)
+	case topology.ErrNoSource:
+		return nil, "", fmt.Errorf("%w: no input: give %s FILE, %s FILE, %s FILE or %s FILE", errUsage, n.ibnetdiscover, n.yaml, n.slurm, n.k8s)
+	case topology.ErrGUIDMapAlone:
+		return nil, "", fmt.Errorf("%w: %s names the hosts of an %s dump", errUsage, n.guidMap, n.ibnetdiscover)
 	}
-	switch {
-	case inputs > 1:
-		return nil, "", fmt.Errorf("%w: give one of --ibnetdiscover, --from-yaml, --from-slurm and --from-k8s-nodes, not several", errUsage)
-	case inputs == 0:
-		return nil, "", fmt.Errorf("%w: no input: give --ibnetdiscover FILE, --from-yaml FILE or --from-slurm FILE", errUsage)
-	case in.guidMap != "" && in.ibnetdiscover == "":
-		return nil, "", fmt.Errorf("%w: --guid-map names the hosts of an --ibnetdiscover dump", errUsage)
-	}
-	if in.fromSlurm != "" {
-		f, err := os.Open(in.fromSlurm)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot read topology.conf: %w", err)
-		}
-		defer f.Close()
-		conf, err := topology.ParseSlurmTopology(in.fromSlurm, f)
-		if err != nil {
-			return nil, "", err
-		}
-		tree, err = topology.FromSlurmTopology(in.fromSlurm, conf)
-		if err != nil {
-			return nil, "", err
-		}
-		for _, w := range tree.Warnings() {
-			fmt.Fprintf(stderr, "gpuwatch topology: warning: %s\n", w)
-		}
-		return tree, filepath.Base(in.fromSlurm), nil
-	}
-	if in.fromK8s != "" {
-		data, err := os.ReadFile(in.fromK8s)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot read the node list: %w", err)
-		}
-		labels, err := parseKubeNodes(in.fromK8s, data)
-		if err != nil {
-			return nil, "", err
-		}
-		tree, err = topology.FromLabels(labels)
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", in.fromK8s, err)
-		}
-		return tree, filepath.Base(in.fromK8s), nil
-	}
-	if in.fromYAML != "" {
-		data, err := os.ReadFile(in.fromYAML)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot read site topology: %w", err)
-		}
-		tree, err = topology.FromYAML(in.fromYAML, data)
-		return tree, filepath.Base(in.fromYAML), err
-	}
-	var guids map[uint64]string
-	if in.guidMap != "" {
-		f, err := os.Open(in.guidMap)
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot read GUID map: %w", err)
-		}
-		guids, err = topology.ReadGUIDMap(in.guidMap, f)
-		f.Close()
-		if err != nil {
-			return nil, "", err
-		}
-	}
-	f, err := os.Open(in.ibnetdiscover)
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot read ibnetdiscover dump: %w", err)
-	}
-	defer f.Close()
-	fabric, err := ibnet.Parse(in.ibnetdiscover, f)
-	if err != nil {
-		return nil, "", err
-	}
-	tree, err = topology.FromIBNetDiscover(fabric, topology.IBOptions{GUIDMap: guids})
-	if err != nil {
+	if tree, err = topology.Load(in.Source); err != nil {
 		return nil, "", err
 	}
 	for _, w := range tree.Warnings() {
 		fmt.Fprintf(stderr, "gpuwatch topology: warning: %s\n", w)
 	}
-	return tree, filepath.Base(in.ibnetdiscover), nil
+	return tree, in.Name(), nil
 }
 
 func topologyUsage(fs *flag.FlagSet, stderr io.Writer, synopsis string, text ...string) {
@@ -184,7 +118,7 @@ func runTopologySlurm(args []string, stdout, stderr io.Writer) error {
 	block := fs.Bool("block", false, "write topology/block (BlockName=, BlockSizes=) instead of topology/tree")
 	level := fs.String("block-level", "", "with --block, what a block is: nvlink (NVLink domain) or leaf (default: nvlink where every node has one, else leaf)")
 	sizes := fs.String("block-sizes", "", "with --block, BlockSizes as a comma-separated list (default: the smallest block's size, doubled while enough blocks remain)")
-	topologyUsage(fs, stderr, "slurm (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE) [--block]",
+	topologyUsage(fs, stderr, "slurm (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE | --from-k8s-nodes FILE) [--block]",
 		"Prints a Slurm topology.conf: SwitchName lines with Slurm host lists for TopologyPlugin=topology/tree,",
 		"or BlockName lines and BlockSizes for topology/block. What the tree cannot hold is written as comments.")
 	if err := parseFlags(fs, args); err != nil {
@@ -222,7 +156,7 @@ func runTopologyLabels(args []string, stdout, stderr io.Writer) error {
 	kueue := fs.Bool("kueue-topology", false, "print a Kueue Topology object (kueue.x-k8s.io/v1beta1) with these labels as levels instead of the labels")
 	kueueName := fs.String("kueue-name", "gpuwatch", "with --kueue-topology, the Topology's name")
 	noClique := fs.Bool("no-gpu-clique", false, "leave out nvidia.com/gpu.clique (GPU feature discovery writes it where it runs)")
-	topologyUsage(fs, stderr, "labels (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE) [--output kubectl|json] [--kueue-topology]",
+	topologyUsage(fs, stderr, "labels (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE | --from-k8s-nodes FILE) [--output kubectl|json] [--kueue-topology]",
 		"Prints node labels in NVIDIA topograph's scheme: "+topology.LabelAccelerator+" (NVLink domain),",
 		topology.LabelLeaf+", "+topology.LabelSpine+", "+topology.LabelCore+",",
 		"and "+topology.LabelGPUClique+" where the NVLink domain is known. Kueue's topology-aware scheduling and KAI read them.")
@@ -251,7 +185,7 @@ func runTopologyVolcano(args []string, stdout, stderr io.Writer) error {
 	var in topologyInput
 	in.register(fs)
 	regex := fs.Bool("regex", false, "match each leaf's nodes with one regexMatch member instead of one exactMatch member per node")
-	topologyUsage(fs, stderr, "volcano (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE) [--regex]",
+	topologyUsage(fs, stderr, "volcano (--ibnetdiscover FILE [--guid-map FILE] | --from-yaml FILE | --from-slurm FILE | --from-k8s-nodes FILE) [--regex]",
 		"Prints Volcano HyperNode objects (topology.volcano.sh/v1alpha1): tier 1 per leaf domain with its nodes,",
 		"tier 2 per spine domain, tier 3 per core domain, as YAML for kubectl apply.")
 	if err := parseFlags(fs, args); err != nil {
@@ -266,36 +200,4 @@ func runTopologyVolcano(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return topology.WriteVolcano(stdout, hns)
-}
-
-// parseKubeNodes reads `kubectl get nodes -o json` (a v1 NodeList) into each
-// node's labels: the topology a cluster already carries in topograph's scheme
-// (network.topology.nvidia.com/{accelerator,leaf,spine,core}).
-func parseKubeNodes(name string, data []byte) (map[string]map[string]string, error) {
-	var list struct {
-		Kind  string `json:"kind"`
-		Items []struct {
-			Metadata struct {
-				Name   string            `json:"name"`
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, fmt.Errorf("%s: not the JSON of `kubectl get nodes -o json`: %w", name, err)
-	}
-	if list.Kind != "" && list.Kind != "List" && list.Kind != "NodeList" {
-		return nil, fmt.Errorf("%s: kind %q: want a NodeList (`kubectl get nodes -o json`)", name, list.Kind)
-	}
-	out := make(map[string]map[string]string, len(list.Items))
-	for i, it := range list.Items {
-		if it.Metadata.Name == "" {
-			return nil, fmt.Errorf("%s: items[%d]: no metadata.name", name, i)
-		}
-		out[it.Metadata.Name] = it.Metadata.Labels
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no nodes", name)
-	}
-	return out, nil
 }

@@ -95,6 +95,7 @@ func TestTopologyLabelsAndVolcano(t *testing.T) {
 
 func TestTopologyUsage(t *testing.T) {
 	bad := topoFile(t, "bad.yaml", "nodes:\n  - name: a\n    rack: r1\n")
+	pods := topoFile(t, "pods.json", `{"kind":"PodList","items":[]}`)
 	tests := []struct {
 		name  string
 		args  []string
@@ -112,6 +113,7 @@ func TestTopologyUsage(t *testing.T) {
 		{"stray argument", []string{"slurm", "extra"}, true, `unexpected argument "extra"`},
 		{"bad site file names file:line", []string{"labels", "--from-yaml", bad}, false, "bad.yaml:3: unknown key \"rack\""},
 		{"missing dump", []string{"slurm", "--ibnetdiscover", "/nonexistent/x.topo"}, false, "cannot read ibnetdiscover dump"},
+		{"not a node list", []string{"slurm", "--from-k8s-nodes", pods}, false, `kind "PodList"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,63 +132,22 @@ func TestTopologyUsage(t *testing.T) {
 	}
 }
 
-// TestTopologyFromKubeNodes: node labels as `kubectl get nodes -o json` shows
-// them (here: the labels gpuwatch wrote from the site YAML) give back the same
-// Slurm tree as the YAML itself.
-func TestTopologyFromKubeNodes(t *testing.T) {
-	const site = "../../scheduler/topology/testdata/site.yaml"
-	labels, _, err := runTopo(t, "labels", "--from-yaml", site, "--output", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]map[string]string
-	if err := json.Unmarshal([]byte(labels), &m); err != nil {
-		t.Fatal(err)
-	}
-	type item struct {
-		Metadata struct {
-			Name   string            `json:"name"`
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-	}
-	list := struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Items      []item `json:"items"`
-	}{APIVersion: "v1", Kind: "List"}
-	for name, ls := range m {
-		var it item
-		it.Metadata.Name, it.Metadata.Labels = name, ls
-		list.Items = append(list.Items, it)
-	}
-	data, _ := json.Marshal(list)
-	nodes := filepath.Join(t.TempDir(), "nodes.json")
-	if err := os.WriteFile(nodes, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fromYAML, _, err := runTopo(t, "slurm", "--from-yaml", site)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromK8s, _, err := runTopo(t, "slurm", "--from-k8s-nodes", nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := func(s string) string { // the tree lines, without the header comments naming the source
-		var out []string
-		for _, l := range strings.Split(s, "\n") {
-			if strings.HasPrefix(l, "SwitchName=") {
-				out = append(out, l)
-			}
+// TestServerSiteTopologyErrors: the server's site flags load through the same
+// topology.Load, and their errors name the server's flags, not those of
+// `gpuwatch topology`.
+func TestServerSiteTopologyErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--placement.site-yaml", "a", "--placement.guid-map", "m"}, "--placement.guid-map names the hosts of an --placement.ibnetdiscover dump"},
+		{[]string{"--placement.site-yaml", "a", "--placement.k8s-nodes", "b"}, "give one of --placement.ibnetdiscover, --placement.site-yaml"},
+		{[]string{"--placement.site-yaml", "/nonexistent/site.yaml"}, "cannot read site topology"},
+	} {
+		code, _, errOut := gw(t, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dir}, tc.args...)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("server %v: exit %d, want an error containing %q:\n%s", tc.args, code, tc.want, errOut)
 		}
-		return strings.Join(out, "\n")
-	}
-	if body(fromYAML) == "" || body(fromYAML) != body(fromK8s) {
-		t.Errorf("topology.conf from node labels differs from the YAML's:\n%s\n---\n%s", fromK8s, fromYAML)
-	}
-	bad := filepath.Join(t.TempDir(), "pods.json")
-	os.WriteFile(bad, []byte(`{"kind":"PodList","items":[]}`), 0o644)
-	if _, _, err := runTopo(t, "slurm", "--from-k8s-nodes", bad); err == nil || !strings.Contains(err.Error(), "PodList") {
-		t.Errorf("a PodList was accepted: %v", err)
 	}
 }

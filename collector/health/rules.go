@@ -17,12 +17,13 @@ type Rules struct {
 	// azurehpc-health-checks fails an H100 node at 10,000 corrected SRAM errors and
 	// 20,000,000 DRAM errors in total (nd96isr_h100_v5.conf: check_gpu_ecc 20000000
 	// 10000); a rate catches a GPU that is getting worse long before such totals.
+	// Negative: off.
 	SBEPerHour float64
 
 	// NVLink error growth per link within NVLinkWindow that raises nvlink-errors
 	// (warning). Defaults: 100 CRC flit or data errors, 100 replays, 1 recovery
 	// within 10 minutes. Replays and CRC errors are retried in hardware and some
-	// are normal; a recovery retrains the link and stalls traffic.
+	// are normal; a recovery retrains the link and stalls traffic. Negative: off.
 	NVLinkCRCDelta      float64
 	NVLinkReplayDelta   float64
 	NVLinkRecoveryDelta float64
@@ -32,7 +33,7 @@ type Rules struct {
 	// errors, symbol errors, local link integrity, excessive buffer overrun, remote
 	// physical errors) within IBWindow that raises ib-errors (warning). Default 100
 	// in 10 minutes. IBRecoveryDelta is the same for link_error_recovery (the link
-	// retrained without going down); default 10.
+	// retrained without going down); default 10. Negative: off.
 	IBErrorDelta    float64
 	IBRecoveryDelta float64
 	IBWindow        time.Duration
@@ -44,7 +45,7 @@ type Rules struct {
 	IBFlapCount  int
 
 	// PCIeReplayDelta is the PCIe replay counter growth within PCIeWindow that
-	// raises pcie-replay (warning). Default 100 in 10 minutes.
+	// raises pcie-replay (warning). Default 100 in 10 minutes; negative: off.
 	PCIeReplayDelta float64
 	PCIeWindow      time.Duration
 

@@ -124,6 +124,12 @@ func TestRules(t *testing.T) {
 		{name: "idle and sync boost reasons", change: func(n *node) { n.gpu(telemetry.DCGMClockThrottleReasons, 3, 0x11) }},
 		{name: "PCIe replays", change: func(n *node) { n.gpuAdd(telemetry.DCGMPCIeReplayCounter, 3, 500) },
 			want: &want{telemetry.ConditionPCIeReplay, gpu3, telemetry.SeverityWarning, telemetry.ActionNone}},
+		// A negative threshold switches a delta rule off (before, SBE and PCIe
+		// replay rules fired on every cycle with one).
+		{name: "PCIe replays, rule switched off", opts: func(o *Options) { o.Rules.PCIeReplayDelta = -1 },
+			change: func(n *node) { n.gpuAdd(telemetry.DCGMPCIeReplayCounter, 3, 500) }},
+		{name: "single-bit ECC errors, rule switched off", opts: func(o *Options) { o.Rules.SBEPerHour = -1 },
+			change: func(n *node) { n.gpuAdd(telemetry.DCGMECCSBEVolTotal, 3, 5000) }},
 		{name: "PCIe link narrower than max", change: func(n *node) { n.gpu(telemetry.DCGMPCIeLinkWidth, 3, 8) },
 			want: &want{telemetry.ConditionPCIeDegraded, gpu3, telemetry.SeverityWarning, telemetry.ActionCheckMechanicals}},
 		{name: "PCIe link slower than max while busy", change: func(n *node) { n.gpu(telemetry.DCGMPCIeLinkGen, 3, 3) },

@@ -380,7 +380,7 @@ func (s *Source) devices(r *reader) ([]device, error) {
 
 // portLabels returns the label sets of a port for each family.
 func portLabels(dev, port string) (nodeExp, own telemetry.Labels) {
-	return telemetry.NewLabels("device", dev, "port", port),
+	return telemetry.NewLabels(telemetry.NodeExpLabelDevice, dev, telemetry.NodeExpLabelPort, port),
 		telemetry.NewLabels(telemetry.LabelIBDevice, dev, telemetry.LabelIBPort, port)
 }
 
@@ -532,7 +532,8 @@ func (s *Source) Collect(ctx context.Context, emit func(telemetry.Sample)) error
 			}
 		}
 		emit(telemetry.Sample{Name: telemetry.NodeIBInfo, Value: 1, Labels: telemetry.NewLabels(
-			"board_id", attrs[0], "device", d.name, "firmware_version", attrs[1], "hca_type", attrs[2])})
+			telemetry.NodeExpLabelBoardID, attrs[0], telemetry.NodeExpLabelDevice, d.name,
+			telemetry.NodeExpLabelFirmwareVersion, attrs[1], telemetry.NodeExpLabelHCAType, attrs[2])})
 		for _, p := range d.ports {
 			pd, ok := r.openDir(p.dir)
 			if !ok {

@@ -112,7 +112,7 @@ func viewOf(name, leaf, url string, snap *collector.Snapshot, r healthreport.Rep
 		case telemetry.MetricXidErrorsTotal:
 			v.Xids += int(s.Value)
 		case telemetry.NodeIBStateID:
-			v.Ports = append(v.Ports, PortView{Device: s.Labels.Get("device"), Port: s.Labels.Get("port"), Active: s.Value == 4})
+			v.Ports = append(v.Ports, PortView{Device: s.Labels.Get(telemetry.NodeExpLabelDevice), Port: s.Labels.Get(telemetry.NodeExpLabelPort), Active: s.Value == 4})
 		}
 		g := gpu(s)
 		if g == nil {

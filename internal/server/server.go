@@ -1,8 +1,10 @@
 // Package server assembles `gpuwatch server`: the telemetry store (the embedded
 // Prometheus TSDB by default, or an external VictoriaMetrics or Prometheus behind
 // --store.url), the ingest endpoints agents remote-write to, and the Prometheus
-// query API Grafana reads. The scheduler, drain controller and fair share join it
-// as their issues land; they reach the store only through Querier.
+// query API Grafana reads; and the control plane on that store: the drain
+// controller, placement with the kube-scheduler extender, fair share, and the
+// alerting and recording rules, under /api/gpuwatch/v1 behind bearer tokens with
+// roles (auth.go). The control plane reaches the store only through Querier.
 package server
 
 import (

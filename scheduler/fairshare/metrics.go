@@ -6,18 +6,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 var (
 	descFactor = prometheus.NewDesc("gpuwatch_fairshare_factor",
 		"Fair-share factor (0..1, higher is more deserving) of a user association under the configured algorithm.",
-		[]string{"account", "user"}, nil)
+		[]string{telemetry.LabelAccount, telemetry.LabelUser}, nil)
 	descUsage = prometheus.NewDesc("gpuwatch_fairshare_usage_gpu_seconds",
 		"Decayed GPU-seconds of a user association: charge=\"measured\" is max(activity, idle floor) per allocated GPU-second, charge=\"allocation\" is 1 per allocated GPU-second.",
-		[]string{"account", "user", "charge"}, nil)
+		[]string{telemetry.LabelAccount, telemetry.LabelUser, "charge"}, nil)
 	descShares = prometheus.NewDesc("gpuwatch_fairshare_shares_normalized",
 		"Normalized shares of a user association: its fraction of the whole machine (product of share fractions down the account tree).",
-		[]string{"account", "user"}, nil)
+		[]string{telemetry.LabelAccount, telemetry.LabelUser}, nil)
 	descAge = prometheus.NewDesc("gpuwatch_fairshare_ledger_age_seconds",
 		"Seconds since the fair-share ledger's newest input (+Inf before any input).",
 		nil, nil)

@@ -27,7 +27,7 @@
 //     else as an error of the plugin.
 //   - Unknown or stale telemetry is neutral, never a reason to look good:
 //     allocation-only behaviour is the fallback.
-//   - The placement engine runs the built-in plugins once per class of alike
-//     nodes (scheduler/placement/classes.go lists the inputs a class shares); a
-//     built-in plugin that reads anything else must be added there.
+//   - The placement engine runs the plugins once per class of alike nodes when
+//     every one is a Classifier: each appends what it reads of a node and of a
+//     request to the class keys; a plugin that reads anything more must append it.
 package framework

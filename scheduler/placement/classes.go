@@ -1,20 +1,14 @@
 package placement
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
-	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/capacity"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/fragmentation"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/gpuset"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/health"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/load"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/model"
-	"github.com/gpuwatch/gpuwatch/scheduler/plugins/staleness"
 	"github.com/gpuwatch/gpuwatch/scheduler/plugins/topology"
 	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -22,59 +16,82 @@ import (
 
 // Equivalence classes of nodes.
 //
-// The built-in plugins read, of a candidate node, only:
-//
-//   - static (fixed for a snapshot): the number of GPUs, the node's exclusion, its
-//     one model and smallest memory, each GPU's model and memory, the schedulable,
-//     stale-health and known-rail sets, the packed HotGPU values (rail, state,
-//     stale flag, utilization, thermal and power headroom), the link-quality
-//     matrix, whether links are uniform and whether the topology is known, and the
-//     node's leaf (the topology scorer reads that leaf's free share);
-//   - dynamic: the node's free milli-GPU per GPU (snapshot minus reservations);
-//   - with Request.Near only: the lowest tier the node shares with a Near node.
+// Each plugin says what it reads through framework.Classifier: of a candidate
+// node, what is fixed for the snapshot (AppendNodeKey), and of the request
+// (AppendRequestKey). Besides, every plugin may read the node's free milli-GPU per
+// GPU (snapshot minus reservations), the free share of its leaf and, with
+// Request.Near only, the lowest tier it shares with a Near node; the engine keys
+// those itself.
 //
 // Two nodes equal in all of these get the same verdicts, the same usable and chosen
-// GPUs (by position) and the same scores from every built-in plugin, for any
-// request. The engine therefore keeps every node's class: a static key interned per
-// snapshot, combined with the free vector and interned again whenever a reservation
-// or release changes a node's free milli-GPU. A decision runs the pipeline once per
-// class (on the class's lowest-numbered candidate) and copies the outcome to the
-// other members. Keys are compared byte for byte, never by hash alone, so a class
-// never merges nodes that differ.
+// GPUs (by position) and the same scores from every plugin, for any request. The
+// engine therefore keeps every node's class: a static key (the plugins' node keys)
+// interned per snapshot, combined with the free vector and interned again whenever
+// a reservation or release changes a node's free milli-GPU. A decision runs the
+// pipeline once per class (on the class's lowest-numbered candidate) and copies the
+// outcome to the other members; the outcome is remembered per request key (the
+// plugins' request keys). Keys are compared byte for byte, never by hash alone, so
+// a class never merges nodes that differ.
 //
-// Custom plugins may read anything (names, labels), so the engine groups only when
-// every filter, the picker and every scorer is a built-in plugin, and never when
-// Options.Exhaustive is set; TestGroupedMatchesExhaustive holds the two paths equal.
-// A built-in plugin that starts reading another input of the node or the request
-// must add it to appendStaticKey (or the free vector) or to memoKey, and to the
-// inputs genMixedFleet varies, or grouping will merge nodes it tells apart.
+// The engine groups only when every filter, the picker and every scorer is a
+// Classifier, and never when Options.Exhaustive is set; TestGroupedMatchesExhaustive
+// holds the two paths equal. A plugin that starts reading another input of the node
+// or the request must append it to its keys, and genMixedFleet must vary it, or
+// grouping will merge nodes it tells apart.
 
-// builtinOnly reports whether every plugin is one of the built-in ones whose inputs
-// the class key covers.
-func builtinOnly(filters []framework.Filter, picker framework.Picker, scorers []WeightedScorer) bool {
-	known := func(p framework.Plugin) bool {
-		switch p.(type) {
-		case capacity.Plugin, *capacity.Plugin, model.Plugin, *model.Plugin, health.Plugin, *health.Plugin,
-			staleness.Plugin, *staleness.Plugin, gpuset.Plugin, *gpuset.Plugin, fragmentation.Plugin, *fragmentation.Plugin,
-			topology.Plugin, *topology.Plugin, load.Plugin, *load.Plugin:
-			return true
+// classifiers returns the pipeline's plugins as Classifiers, each once, or false
+// when one of them is not a Classifier.
+func classifiers(filters []framework.Filter, picker framework.Picker, scorers []WeightedScorer) ([]framework.Classifier, bool) {
+	var out []framework.Classifier
+	add := func(p framework.Plugin) bool {
+		c, ok := p.(framework.Classifier)
+		if !ok {
+			return false
 		}
-		return false
+		t := reflect.TypeOf(c)
+		for _, o := range out {
+			if reflect.TypeOf(o) == t && t.Comparable() && o == c {
+				return true // the same plugin as filter and scorer: its keys once
+			}
+		}
+		out = append(out, c)
+		return true
 	}
 	for _, f := range filters {
-		if !known(f) {
-			return false
+		if !add(f) {
+			return nil, false
 		}
 	}
-	if !known(picker) {
-		return false
+	if !add(picker) {
+		return nil, false
 	}
 	for _, s := range scorers {
-		if !known(s.Scorer) {
-			return false
+		if !add(s.Scorer) {
+			return nil, false
 		}
 	}
-	return true
+	return out, true
+}
+
+// beginPart and endPart frame what one plugin appends with its length (a
+// varint), so that the parts of two plugins never run into each other.
+func beginPart(b []byte) (framework.Key, int) {
+	at := len(b)
+	return append(b, 0), at
+}
+
+func endPart(b []byte, at int) []byte {
+	n := len(b) - at - 1
+	if n < 0x80 {
+		b[at] = byte(n)
+		return b
+	}
+	var v [binary.MaxVarintLen64]byte
+	m := binary.PutUvarint(v[:], uint64(n))
+	b = append(b, v[:m-1]...)
+	copy(b[at+m:], b[at+1:at+1+n])
+	copy(b[at:], v[:m])
+	return b
 }
 
 // classIndex holds every node's class. It is changed only with Engine.mu held for
@@ -88,57 +105,19 @@ type classIndex struct {
 	leafGen []uint32         // per leaf (and one for unknown leaves): bumped when its free milli-GPU changes
 	epoch   uint64           // bumped when classes are renumbered
 	buf     []byte
+	plugins []framework.Classifier // whose keys make the classes
 }
 
 func appendU32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
 func appendU64(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(b, v) }
 
-func appendStr(b []byte, s string) []byte {
-	return append(appendU32(b, uint32(len(s))), s...)
-}
-
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
-// appendStaticKey appends everything the built-in plugins read of node n that is
-// fixed for the snapshot.
-func appendStaticKey(b []byte, n *snapshot.Node) []byte {
-	g := len(n.GPUs)
-	b = appendU32(b, uint32(g))
-	b = appendBool(b, n.Excluded)
-	b = appendBool(b, n.UniformLinks())
-	b = appendBool(b, n.Topology.Value != nil)
-	b = appendU32(b, uint32(n.Leaf))
-	b = appendU32(b, uint32(n.CapacityMilli()))
-	b = appendU64(b, uint64(n.MinMemoryMiB()))
-	b = appendStr(b, n.Model())
-	b = appendU64(b, uint64(n.SchedulableGPUs()))
-	b = appendU64(b, uint64(n.HealthStale()))
-	b = appendU64(b, uint64(n.LoadStale()))
-	b = appendU64(b, uint64(n.KnownRails()))
-	hot := n.Hot()
-	for p := range n.GPUs {
-		gp := &n.GPUs[p]
-		b = appendStr(b, gp.Model)
-		b = appendU64(b, uint64(gp.MemoryMiB))
-		h := hot[p]
-		b = appendU32(b, math.Float32bits(h.Utilization))
-		b = appendU32(b, math.Float32bits(h.ThermalHeadroom))
-		b = appendU32(b, math.Float32bits(h.PowerHeadroom))
-		b = append(b, byte(h.Rail), h.State)
-		b = appendBool(b, h.HealthStale)
-	}
-	for a := range g {
-		for c := range g {
-			if a != c {
-				q := n.LinkQuality(a, c)
-				b = append(b, byte(q), byte(q>>8))
-			}
-		}
+// appendStaticKey appends what the plugins read of node n that is fixed for the
+// snapshot: its number of GPUs and every plugin's node key.
+func (x *classIndex) appendStaticKey(b []byte, n *snapshot.Node) []byte {
+	b = appendU32(b, uint32(len(n.GPUs)))
+	for _, c := range x.plugins {
+		k, at := beginPart(b)
+		b = endPart(c.AppendNodeKey(k, n), at)
 	}
 	return b
 }
@@ -158,7 +137,7 @@ func (x *classIndex) reset(snap *snapshot.Snapshot, free []int32) {
 		if n.Leaf >= 0 && int(n.Leaf) < leaves {
 			x.leaf[i] = n.Leaf
 		}
-		x.buf = appendStaticKey(x.buf[:0], n)
+		x.buf = x.appendStaticKey(x.buf[:0], n)
 		id, ok := statics[string(x.buf)]
 		if !ok {
 			id = uint32(len(statics))
@@ -232,21 +211,28 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// memoKey is what the built-in plugins read of a request: two requests equal in it
-// get the same outcome on the same class of node. near says whether Request.Near
-// named a known node (the topology scorer then rates the tier shared with the
-// closest peer, which becomes part of the memo slot, instead of the leaf's fill).
-type memoKey struct {
-	fixed                  bool
-	gpus, perNode, milli   int
-	model                  string
-	minMemory              int64
-	exclusive, fresh, near bool
+// appendRequestKey appends what the engine and the plugins read of a request: two
+// requests equal in it get the same outcome on the same class of node. near says
+// whether Request.Near named a known node (the topology scorer then rates the tier
+// shared with the closest peer, which becomes part of the memo slot, instead of
+// the leaf's fill).
+func (e *Engine) appendRequestKey(b []byte, req *framework.Request, near bool) []byte {
+	b = appendBool(b, near)
+	b = appendBool(b, req.Fixed())
+	b = appendU64(b, uint64(req.GPUs))
+	b = appendU64(b, uint64(req.GPUsPerNode))
+	for _, c := range e.cls.plugins {
+		k, at := beginPart(b)
+		b = endPart(c.AppendRequestKey(k, req), at)
+	}
+	return b
 }
 
-func keyOf(req *framework.Request, near bool) memoKey {
-	return memoKey{fixed: req.Fixed(), gpus: req.GPUs, perNode: req.GPUsPerNode, milli: req.Milli, model: req.LowerModel(),
-		minMemory: req.MinMemoryMiB, exclusive: req.Exclusive, fresh: req.RequireFresh, near: near}
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 // memo is a class's outcome for one request key, kept across decisions: it stays
@@ -262,7 +248,7 @@ type memo struct {
 
 // memoTable holds the memos of one request key.
 type memoTable struct {
-	key   memoKey
+	key   []byte // the request key
 	epoch uint64
 	used  uint64
 	slots []memo
@@ -273,12 +259,12 @@ const memoTables = 4
 
 // table returns the memo table for key in the current class epoch, recycling the
 // least recently used one.
-func (p *pctx) table(key memoKey, epoch uint64) *memoTable {
+func (p *pctx) table(key []byte, epoch uint64) *memoTable {
 	p.tick++
 	var t *memoTable
 	for k := range p.tables {
 		c := &p.tables[k]
-		if c.key == key && c.epoch == epoch && c.slots != nil {
+		if c.epoch == epoch && c.slots != nil && bytes.Equal(c.key, key) {
 			t = c
 			break
 		}
@@ -286,8 +272,8 @@ func (p *pctx) table(key memoKey, epoch uint64) *memoTable {
 			t = c
 		}
 	}
-	if t.key != key || t.epoch != epoch || t.slots == nil {
-		t.key, t.epoch = key, epoch
+	if t.epoch != epoch || t.slots == nil || !bytes.Equal(t.key, key) {
+		t.key, t.epoch = append(t.key[:0], key...), epoch
 		t.slots = t.slots[:0]
 	}
 	t.used = p.tick
@@ -306,7 +292,8 @@ func (e *Engine) memoTable(req *framework.Request, cy *framework.Cycle, p *pctx)
 	if len(cy.Near) > 0 {
 		stride = nearStride
 	}
-	t := p.table(keyOf(req, len(cy.Near) > 0), e.cls.epoch)
+	p.reqKey = e.appendRequestKey(p.reqKey[:0], req, len(cy.Near) > 0)
+	t := p.table(p.reqKey, e.cls.epoch)
 	if n := e.cls.classes() * stride; len(t.slots) < n {
 		t.slots = append(t.slots, make([]memo, n-len(t.slots))...)
 	}

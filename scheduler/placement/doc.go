@@ -21,19 +21,26 @@
 //
 // # Node classes
 //
-// With the built-in plugins (the default), nodes the plugins cannot tell apart —
-// same static inputs (GPU models and memory, health, staleness, exclusions,
-// measured load and headroom, rails, link matrix, leaf) and the same free
-// milli-GPU per GPU — form a class, and the pipeline runs once per class: on the
-// class's first candidate, its outcome copied to the others. Classes are kept
-// incrementally: the static key is interned on SetSnapshot, the free vector on
-// every reserve, release and expiry that touches the node. Each class's outcome is
-// also remembered across decisions, per request shape (GPUs per node or in all,
-// milli, model, memory, exclusive, fresh, near), until the class's leaf changes
-// (the topology scorer reads the leaf's free share) or the snapshot does.
-// Decisions are exactly those of running every plugin on every node, which
-// Options.Exhaustive does and TestGroupedMatchesExhaustive compares against on
-// random fleets. Custom plugins turn grouping off.
+// When every plugin is a framework.Classifier (the built-in ones are), nodes the
+// plugins cannot tell apart — equal in every plugin's node key (GPU models and
+// memory, health, staleness, exclusions, measured load and headroom, rails, link
+// matrix, leaf for the built-in ones) and in the free milli-GPU per GPU — form a
+// class, and the pipeline runs once per class: on the class's first candidate, its
+// outcome copied to the others. Classes are kept incrementally: the static key is
+// interned on SetSnapshot, the free vector on every reserve, release and expiry
+// that touches the node. Each class's outcome is also remembered across decisions,
+// per request key (GPUs per node or in all, near, and every plugin's request key:
+// milli, model, memory, exclusive, fresh), until the class's leaf changes (the
+// topology scorer reads the leaf's free share) or the snapshot does. Decisions are
+// exactly those of running every plugin on every node, which Options.Exhaustive
+// does and TestGroupedMatchesExhaustive compares against on random fleets. A
+// plugin that is not a Classifier turns grouping off; a new plugin that is one
+// keeps it (TestPluginContributesClassKey).
+//
+// The decision record (chosen nodes, runners-up, every node with
+// Request.Explain) evaluates its nodes again with Candidate.Explain, for the
+// reasons the fast path does not build; TestRecordMatchesFastPath holds every
+// recorded verdict, GPU set and score equal to the fast path's.
 //
 // # Invariants
 //

@@ -198,7 +198,9 @@ func New(snap *snapshot.Snapshot, opts Options) (*Engine, error) {
 	if e.wsum == 0 && len(e.scorers) > 0 {
 		return nil, errors.New("placement: every scorer weight is 0")
 	}
-	e.grouped = !opts.Exhaustive && builtinOnly(e.filters, e.picker, e.scorers)
+	if cs, ok := classifiers(e.filters, e.picker, e.scorers); ok && !opts.Exhaustive {
+		e.grouped, e.cls.plugins = true, cs
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	e.prefix = hex.EncodeToString(b[:])
@@ -276,6 +278,7 @@ type pctx struct {
 	stamp  uint32  // this decision's number, for memo scheduling
 	keys   []int32 // per p.idx entry: its memo slot, -1 when the memo was valid
 	reps   []int32 // the nodes evaluated for their class
+	reqKey []byte  // this decision's request key
 }
 
 type nodeOut struct {

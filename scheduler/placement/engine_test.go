@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,125 +13,12 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
 	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
-	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 var small = snapshot.SyntheticSpec{Nodes: 16, GPUsPerNode: 8, Leaves: 4, Spines: 1}
 
-func TestScenarios(t *testing.T) {
-	ctx := context.Background()
-	// Nodes 0-3 leaf-000, 4-7 leaf-001, 8-11 leaf-002, 12-15 leaf-003.
-	busy := func(b *snapshot.Builder) {
-		// leaf-000: node 0 has 6 GPUs taken (2 free), node 1 is full.
-		b.AddAllocation(snapshot.Allocation{JobID: "a", Node: "node-00000", GPUs: []int{0, 1, 2, 3, 4, 5}})
-		b.AddAllocation(snapshot.Allocation{JobID: "b", Node: "node-00001", GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}})
-		// leaf-002: nodes 8 and 9 full, so leaf-002 offers 2 whole nodes.
-		b.AddAllocation(snapshot.Allocation{JobID: "c", Node: "node-00008", GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}})
-		b.AddAllocation(snapshot.Allocation{JobID: "d", Node: "node-00009", GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}})
-		// node 12 drained, node 13 gpu 2 draining, node 14 gpu 5 excluded.
-		b.Exclude(snapshot.Exclusion{Node: "node-00012", GPU: -1, Reason: "xid 79"})
-		b.Exclude(snapshot.Exclusion{Node: "node-00014", GPU: 5, Reason: "row remap failure"})
-	}
-	tests := []struct {
-		name      string
-		req       framework.Request
-		outcome   framework.Outcome
-		nodes     []string // expected nodes, any order; nil: don't check
-		leaves    int
-		lca       telemetry.Tier
-		reasonHas string
-	}{
-		{
-			// Best fit: node 0 has exactly 2 free GPUs: fragmentation 1, leaf-000 is the fullest.
-			name: "two GPUs go to the node with exactly two free", req: framework.Request{GPUs: 2},
-			outcome: framework.OutcomePlaced, nodes: []string{"node-00000"}, leaves: 1, lca: telemetry.TierNode,
-		},
-		{
-			// Two whole nodes: leaf-002 holds exactly 2 free nodes (best fit among leaves).
-			name: "two whole nodes in the best-fitting leaf", req: framework.Request{Nodes: 2, GPUsPerNode: 8},
-			outcome: framework.OutcomePlaced, nodes: []string{"node-00010", "node-00011"}, leaves: 1, lca: telemetry.TierLeaf,
-		},
-		{
-			// 5 whole nodes: no leaf has 5; leaf-001 (4 free) whole + 1 from the smallest
-			// leaf covering 1: leaf-000 (node 2 and 3 free, 2 nodes) or leaf-002 (2) — 2 leaves.
-			name: "five nodes span two leaves", req: framework.Request{Nodes: 5, GPUsPerNode: 8},
-			outcome: framework.OutcomePlaced, leaves: 2, lca: telemetry.TierSpine,
-		},
-		{
-			name: "required leaf refuses five nodes", req: framework.Request{Nodes: 5, GPUsPerNode: 8, Required: telemetry.TierLeaf},
-			outcome: framework.OutcomeUnschedulable, reasonHas: "does not fit within one leaf",
-		},
-		{
-			name: "too many nodes", req: framework.Request{Nodes: 20, GPUsPerNode: 8},
-			outcome: framework.OutcomeUnschedulable, reasonHas: "only",
-		},
-		{
-			name: "wrong model", req: framework.Request{GPUs: 1, Model: "A100"},
-			outcome: framework.OutcomeUnschedulable, reasonHas: "no node",
-		},
-		{
-			name: "model matches case-insensitively", req: framework.Request{GPUs: 1, Model: "h100"},
-			outcome: framework.OutcomePlaced, leaves: 1,
-		},
-		{
-			name: "memory too small", req: framework.Request{GPUs: 1, MinMemoryMiB: 100000},
-			outcome: framework.OutcomeUnschedulable,
-		},
-		{
-			name: "fractional GPU", req: framework.Request{GPUs: 1, Milli: 250},
-			outcome: framework.OutcomePlaced, leaves: 1,
-		},
-		{
-			name: "flexible 20 GPUs on fewest nodes", req: framework.Request{GPUs: 20},
-			outcome: framework.OutcomePlaced, leaves: 1,
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e := engine(t, fleet(t, small, busy), nil)
-			d, err := e.DryRun(ctx, tc.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Outcome != tc.outcome {
-				t.Fatalf("outcome %s (%s), want %s\n%s", d.Outcome, d.Reason, tc.outcome, framework.Explain(d))
-			}
-			if tc.reasonHas != "" && !strings.Contains(d.Reason, tc.reasonHas) {
-				t.Errorf("reason %q lacks %q", d.Reason, tc.reasonHas)
-			}
-			if d.Outcome != framework.OutcomePlaced {
-				return
-			}
-			var got []string
-			gpus := 0
-			for _, a := range d.Assignments {
-				got = append(got, a.Node)
-				gpus += len(a.GPUs)
-				for _, bad := range []string{"node-00012"} {
-					if a.Node == bad {
-						t.Errorf("placed on drained %s", bad)
-					}
-				}
-				if a.Node == "node-00014" && slices.Contains(a.GPUs, 5) {
-					t.Error("placed on excluded gpu 5 of node-00014")
-				}
-			}
-			if gpus != d.Request.GPUs {
-				t.Errorf("placed %d GPUs, want %d", gpus, d.Request.GPUs)
-			}
-			slices.Sort(got)
-			if tc.nodes != nil && !slices.Equal(got, tc.nodes) {
-				t.Errorf("nodes %v, want %v\n%s", got, tc.nodes, framework.Explain(d))
-			}
-			if tc.leaves > 0 && d.Quality.LeavesSpanned != tc.leaves {
-				t.Errorf("leaves spanned %d, want %d", d.Quality.LeavesSpanned, tc.leaves)
-			}
-			if tc.lca != 0 && d.Quality.LCATier != tc.lca {
-				t.Errorf("lca tier %s, want %s", d.Quality.LCATier, tc.lca)
-			}
-		})
-	}
-}
+// The decision tables of scheduler/placement are data: testdata/scenarios/*.yaml,
+// read by TestScenarioFiles.
 
 func TestInvalidRequest(t *testing.T) {
 	e := engine(t, fleet(t, small, nil), nil)
@@ -242,27 +128,6 @@ func TestExplainAndMetrics(t *testing.T) {
 	count, err := testutil.GatherAndCount(reg, "gpuwatch_placement_reservations", "gpuwatch_placement_leaves_spanned")
 	if err != nil || count != 2 {
 		t.Errorf("gathered %d series (%v), want 2", count, err)
-	}
-}
-
-func TestRailAlignmentAcrossNodes(t *testing.T) {
-	// Node 0 has rails 0-3 taken, node 1 rails 0-1: the common free rails are 4-7,
-	// so both nodes should use GPUs 4-7 (rank r on rail 4+r everywhere).
-	s := fleet(t, snapshot.SyntheticSpec{Nodes: 2, GPUsPerNode: 8, Leaves: 1}, func(b *snapshot.Builder) {
-		b.AddAllocation(snapshot.Allocation{JobID: "x", Node: "node-00000", GPUs: []int{0, 1, 2, 3}})
-		b.AddAllocation(snapshot.Allocation{JobID: "y", Node: "node-00001", GPUs: []int{0, 1}})
-	})
-	d, _ := engine(t, s, nil).DryRun(context.Background(), framework.Request{Nodes: 2, GPUsPerNode: 4})
-	if d.Outcome != framework.OutcomePlaced {
-		t.Fatal(d.Reason)
-	}
-	for _, a := range d.Assignments {
-		if !slices.Equal(a.GPUs, []int{4, 5, 6, 7}) {
-			t.Errorf("%s got gpus %v, want [4 5 6 7]", a.Node, a.GPUs)
-		}
-	}
-	if !d.Quality.RailAligned {
-		t.Errorf("rail alignment %v, want 1", d.Quality.RailAlignment)
 	}
 }
 

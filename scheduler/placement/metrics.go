@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 type metrics struct {
@@ -50,7 +51,7 @@ func newMetrics(_ *Engine) *metrics {
 		lca: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuwatch_placement_lca_tier_total",
 			Help: "Placed gangs by the lowest topology tier all their nodes share.",
-		}, []string{"tier"}),
+		}, []string{telemetry.LabelTier}),
 		domains: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuwatch_placement_nvlink_domains_spanned",
 			Help:    "NVLink domains spanned by each placed gang (a node outside any counts as its own).",

@@ -5,7 +5,7 @@
 // fixed node ranking or are drawn at random).
 //
 // The engine knows nothing about traces or time: a replay (scheduler/sim/openb
-// for the FGD paper's protocol, a fair-share what-if later) owns the event loop,
+// for the FGD paper's protocol) owns the event loop,
 // calls Scheduler.Place for arrivals and Scheduler.Release (with the Binding Place
 // returned) for departures, and records what it needs from the Cluster.
 //

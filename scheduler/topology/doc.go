@@ -5,8 +5,10 @@
 // hosts are cabled to; 2 spine; 3 core; higher levels where a fabric has them) and
 // each node's place: its NVLink domain, leaf, spine and core. It is built from an
 // ibnetdiscover dump (FromIBNetDiscover), from a site YAML file for sites without a
-// fabric dump (FromYAML), or from node labels (FromLabels), and converts to the
-// fleet hierarchy placement reads (Tree.Hierarchy).
+// fabric dump (FromYAML), from a Slurm topology.conf (FromSlurmTopology), or from
+// node labels (FromLabels, ParseKubeNodes for `kubectl get nodes -o json`); Load
+// reads any of these files, named by a Source. A Tree converts to the fleet
+// hierarchy placement reads (Tree.Hierarchy).
 //
 // Physical and logical levels. A real fat tree cables every leaf to several
 // spines, so "the spine of a node" is not one switch. The switch graph keeps every

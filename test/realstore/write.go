@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"

@@ -17,13 +17,13 @@ import (
 
 // Series the feeder reads.
 const (
-	metricFBTotal          = "DCGM_FI_DEV_FB_TOTAL"
-	metricUtil             = "DCGM_FI_DEV_GPU_UTIL"
-	metricTemp             = "DCGM_FI_DEV_GPU_TEMP"
-	metricSlowdownTemp     = "DCGM_FI_DEV_SLOWDOWN_TEMP"
-	metricPowerUsage       = "DCGM_FI_DEV_POWER_USAGE"
-	metricEnforcedPowerLim = "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"
-	metricPowerMgmtLim     = "DCGM_FI_DEV_POWER_MGMT_LIMIT"
+	metricFBTotal          = telemetry.DCGMFBTotal
+	metricUtil             = telemetry.DCGMGPUUtil
+	metricTemp             = telemetry.DCGMGPUTemp
+	metricSlowdownTemp     = telemetry.DCGMSlowdownTemp
+	metricPowerUsage       = telemetry.DCGMPowerUsage
+	metricEnforcedPowerLim = telemetry.DCGMEnforcedPowerLimit
+	metricPowerMgmtLim     = telemetry.DCGMPowerMgmtLimit
 )
 
 // FeedOptions say how Feed reads the store.

@@ -20,6 +20,15 @@ func New() Plugin { return Plugin{} }
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
+// AppendNodeKey implements framework.Classifier: of the node, capacity reads only
+// its GPUs' free milli-GPU, which the engine keys itself.
+func (Plugin) AppendNodeKey(k framework.Key, _ *snapshot.Node) framework.Key { return k }
+
+// AppendRequestKey implements framework.Classifier.
+func (Plugin) AppendRequestKey(k framework.Key, req *framework.Request) framework.Key {
+	return k.Bool(req.Exclusive).Int(int64(req.Milli))
+}
+
 // Filter implements framework.Filter.
 func (Plugin) Filter(_ context.Context, req *framework.Request, c *framework.Candidate) framework.Status {
 	if req.Exclusive {

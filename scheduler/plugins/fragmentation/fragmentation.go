@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
+	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
 )
 
 // Name is the plugin's name in decisions.
@@ -17,6 +18,16 @@ func New() Plugin { return Plugin{} }
 
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
+
+// AppendNodeKey implements framework.Classifier: the node's capacity.
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	return k.Int(int64(n.CapacityMilli()))
+}
+
+// AppendRequestKey implements framework.Classifier.
+func (Plugin) AppendRequestKey(k framework.Key, req *framework.Request) framework.Key {
+	return k.Bool(req.Exclusive).Int(int64(req.Milli))
+}
 
 // Score implements framework.Scorer.
 func (Plugin) Score(_ context.Context, req *framework.Request, c *framework.Candidate) (float64, framework.Status) {

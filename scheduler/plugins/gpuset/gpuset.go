@@ -22,6 +22,30 @@ func New() Plugin { return Plugin{} }
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
+// AppendNodeKey implements framework.Classifier: whether the node's links are
+// uniform and its topology known, each GPU's rail, and the link quality of every
+// pair.
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	k = k.Bool(n.UniformLinks()).Bool(n.Topology.Value != nil)
+	for _, h := range n.Hot() {
+		k = append(k, byte(h.Rail))
+	}
+	for a := range n.GPUs {
+		for b := range n.GPUs {
+			if a != b {
+				q := n.LinkQuality(a, b)
+				k = append(k, byte(q), byte(q>>8))
+			}
+		}
+	}
+	return k
+}
+
+// AppendRequestKey implements framework.Classifier.
+func (Plugin) AppendRequestKey(k framework.Key, req *framework.Request) framework.Key {
+	return k.Bool(req.Fractional())
+}
+
 // Pick implements framework.Picker.
 func (Plugin) Pick(_ context.Context, req *framework.Request, c *framework.Candidate) framework.Status {
 	k := c.Take

@@ -23,6 +23,20 @@ func New() Plugin { return Plugin{} }
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
+// AppendNodeKey implements framework.Classifier: the node's exclusion, its
+// schedulable GPUs and each GPU's health state.
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	k = k.Bool(n.Excluded).GPUs(n.SchedulableGPUs())
+	for _, h := range n.Hot() {
+		k = append(k, h.State)
+	}
+	return k
+}
+
+// AppendRequestKey implements framework.Classifier: health reads nothing of the
+// request.
+func (Plugin) AppendRequestKey(k framework.Key, _ *framework.Request) framework.Key { return k }
+
 // Filter implements framework.Filter.
 func (Plugin) Filter(_ context.Context, _ *framework.Request, c *framework.Candidate) framework.Status {
 	n := c.Node

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
+	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
 )
 
 // Name is the plugin's name in decisions.
@@ -25,6 +26,19 @@ func New() Plugin { return Plugin{} }
 
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
+
+// AppendNodeKey implements framework.Classifier: each GPU's utilization and
+// thermal and power headroom (NaN when stale).
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	for _, h := range n.Hot() {
+		k = k.Float32(h.Utilization).Float32(h.ThermalHeadroom).Float32(h.PowerHeadroom)
+	}
+	return k
+}
+
+// AppendRequestKey implements framework.Classifier: load reads nothing of the
+// request.
+func (Plugin) AppendRequestKey(k framework.Key, _ *framework.Request) framework.Key { return k }
 
 // Score implements framework.Scorer.
 func (Plugin) Score(_ context.Context, _ *framework.Request, c *framework.Candidate) (float64, framework.Status) {

@@ -20,6 +20,21 @@ func New() Plugin { return Plugin{} }
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
+// AppendNodeKey implements framework.Classifier: the node's model and smallest
+// memory, and each GPU's.
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	k = k.Str(n.Model()).Int(n.MinMemoryMiB())
+	for p := range n.GPUs {
+		k = k.Str(n.GPUs[p].Model).Int(n.GPUs[p].MemoryMiB)
+	}
+	return k
+}
+
+// AppendRequestKey implements framework.Classifier.
+func (Plugin) AppendRequestKey(k framework.Key, req *framework.Request) framework.Key {
+	return k.Str(req.LowerModel()).Int(req.MinMemoryMiB)
+}
+
 // Filter implements framework.Filter.
 func (Plugin) Filter(_ context.Context, req *framework.Request, c *framework.Candidate) framework.Status {
 	n := c.Node

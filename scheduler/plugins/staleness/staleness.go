@@ -21,6 +21,16 @@ func New() Plugin { return Plugin{} }
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
+// AppendNodeKey implements framework.Classifier: the GPUs whose health is stale.
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	return k.GPUs(n.HealthStale())
+}
+
+// AppendRequestKey implements framework.Classifier.
+func (Plugin) AppendRequestKey(k framework.Key, req *framework.Request) framework.Key {
+	return k.Bool(req.RequireFresh)
+}
+
 // Filter implements framework.Filter.
 func (Plugin) Filter(_ context.Context, req *framework.Request, c *framework.Candidate) framework.Status {
 	stale := c.Usable & c.Node.HealthStale()

@@ -20,6 +20,16 @@ func New() Plugin { return Plugin{} }
 // Name implements framework.Plugin.
 func (Plugin) Name() string { return Name }
 
+// AppendNodeKey implements framework.Classifier: the node's leaf (its free share
+// and the tier shared with Near nodes the engine keys itself).
+func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
+	return k.Int(int64(n.Leaf))
+}
+
+// AppendRequestKey implements framework.Classifier: topology reads nothing of
+// the request but Near, which the engine keys itself.
+func (Plugin) AppendRequestKey(k framework.Key, _ *framework.Request) framework.Key { return k }
+
 // Score implements framework.Scorer.
 func (Plugin) Score(_ context.Context, _ *framework.Request, c *framework.Candidate) (float64, framework.Status) {
 	cy := c.Cycle

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
-	jsoniter "github.com/json-iterator/go"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/util/jsonutil"
 	"pgregory.net/rapid"
@@ -18,21 +18,15 @@ import (
 // TestEncodersMatchPrometheus checks the float and timestamp encoders against
 // Prometheus's own (util/jsonutil, what its HTTP API writes with).
 func TestEncodersMatchPrometheus(t *testing.T) {
-	prom := func(f func(*jsoniter.Stream)) string {
-		s := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
-		defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(s)
-		f(s)
-		return string(s.Buffer())
-	}
 	check := func(t interface{ Fatalf(string, ...any) }, f float64, ms int64) {
 		var b bytes.Buffer
 		writeFloat(&b, f)
-		if want := prom(func(s *jsoniter.Stream) { jsonutil.MarshalFloat(f, s) }); b.String() != want {
+		if want := promEncode(jsonutil.MarshalFloat, f); b.String() != want {
 			t.Fatalf("float %v: got %s, Prometheus writes %s", f, b.String(), want)
 		}
 		b.Reset()
 		writeTimestamp(&b, ms)
-		if want := prom(func(s *jsoniter.Stream) { jsonutil.MarshalTimestamp(ms, s) }); b.String() != want {
+		if want := promEncode(jsonutil.MarshalTimestamp, ms); b.String() != want {
 			t.Fatalf("timestamp %d: got %s, Prometheus writes %s", ms, b.String(), want)
 		}
 	}
@@ -44,6 +38,18 @@ func TestEncodersMatchPrometheus(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		check(rt, rapid.Float64().Draw(rt, "f"), rapid.Int64().Draw(rt, "ms"))
 	})
+}
+
+// promEncode runs one of Prometheus's jsonutil encoders, func(v, *jsoniter.Stream),
+// on v and a fresh stream, and returns what it wrote. The stream is made through
+// reflection from the encoder's own signature, so that gpuwatch does not depend on
+// json-iterator itself (Prometheus does). The encoders only append to the
+// stream's buffer, which a zero stream has.
+func promEncode(encoder, v any) string {
+	fn := reflect.ValueOf(encoder)
+	stream := reflect.New(fn.Type().In(1).Elem())
+	fn.Call([]reflect.Value{reflect.ValueOf(v), stream})
+	return string(stream.MethodByName("Buffer").Call(nil)[0].Bytes())
 }
 
 func TestQueryErrorTypes(t *testing.T) {

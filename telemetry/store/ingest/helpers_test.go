@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/value"
@@ -179,6 +179,9 @@ func TestRejections(t *testing.T) {
 		{name: "rw GET", path: WritePath, method: http.MethodGet, status: 405, contains: []string{"method GET not allowed", "use POST"}},
 		{name: "rw empty body", path: WritePath, body: nil, status: 400, contains: []string{"empty request body"}},
 		{name: "rw not snappy", path: WritePath, body: marshalWrite(t, good), status: 400, contains: []string{"not snappy block-compressed"}},
+		// "abcd", a copy of it, then a copy with offset 0: s2's "repeat the last
+		// offset", which snappy's block format does not have.
+		{name: "rw s2 extension", path: WritePath, body: []byte{0x0c, 0x0c, 'a', 'b', 'c', 'd', 0x01, 0x04, 0x01, 0x00}, status: 400, contains: []string{"not snappy block-compressed", "corrupt input"}},
 		{name: "rw snappy bomb", path: WritePath, body: bomb, lim: &small, status: 413, contains: []string{"max_decoded_bytes exceeded: 104857600 > 8192", "snappy-decoded"}},
 		{name: "rw body too large", path: WritePath, body: make([]byte, 5000), lim: &small, status: 413, contains: []string{"max_body_bytes exceeded: 5000 > 4096"}},
 		{name: "rw bad protobuf", path: WritePath, body: snappy.Encode(nil, []byte("\x0a\xff\xff\xff\x0fgarbage")), status: 400, contains: []string{"not a valid prometheus.WriteRequest protobuf"}},

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/snappy"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
@@ -73,7 +73,9 @@ func decodeSnappy(body []byte, lim Limits) ([]byte, error) {
 	if lim.MaxDecodedBytes > 0 && int64(n) > lim.MaxDecodedBytes {
 		return nil, limitErr(LimitDecodedBytes, int64(n), lim.MaxDecodedBytes, "snappy-decoded request body")
 	}
-	out, err := snappy.Decode(make([]byte, n), body)
+	// DecodeStrict: the snappy block format only, as Prometheus's receiver reads
+	// it, not the s2 extensions snappy.Decode would also accept.
+	out, err := snappy.DecodeStrict(make([]byte, n), body)
 	if err != nil {
 		return nil, badRequest(reasonMalformed, "remote write body is not snappy block-compressed: %v", err)
 	}

@@ -103,7 +103,7 @@ func New(opts Options) (*Handler, error) {
 			[]string{"verb", "result"}),
 		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuwatch_extender_fail_open_total",
 			Help: "Number of times the extender let nodes pass unjudged, by verb and reason: stale_snapshot, evaluate_error, bad_annotation, no_pod, unknown_node (counted per call)."},
-			[]string{"verb", "reason"}),
+			[]string{"verb", telemetry.LabelReason}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gpuwatch_extender_duration_seconds",
 			Help:    "Time to answer a kube-scheduler extender call, by verb.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}, []string{"verb"}),
