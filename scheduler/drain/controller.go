@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuwatch/gpuwatch/internal/atomicfile"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -274,10 +275,10 @@ func New(opts Options) (*Controller, error) {
 	now := c.now()
 	switch {
 	case lerr != nil:
-		aside := c.path + ".corrupt"
-		if err := os.Rename(c.path, aside); err != nil {
+		aside, err := atomicfile.MoveAside(c.path)
+		if err != nil {
 			audit.close()
-			return nil, fmt.Errorf("cannot read drain state %s (%v) nor move it aside: %w", c.path, lerr, err)
+			return nil, fmt.Errorf("cannot read drain state %s (%v): %w", c.path, lerr, err)
 		}
 		c.budget = budgetState{Tripped: true, TrippedAt: now}
 		c.log.Error("drain: state file unreadable; moved aside, automation held until ResetBudget", "file", c.path, "err", lerr)
@@ -299,8 +300,8 @@ func New(opts Options) (*Controller, error) {
 			c.saveLocked()
 		}
 	}
-	if n := removeStaleTemps(c.path); n > 0 {
-		c.log.Warn("drain: removed temporary state files a crash left", "count", n)
+	if n, err := atomicfile.RemoveTemps(c.path); n > 0 || err != nil {
+		c.log.Warn("drain: removed temporary state files a crash left", "count", n, "err", err)
 	}
 	var saved int64 // no state file (or an unreadable one): nothing in the log is in the state
 	switch {
@@ -507,10 +508,10 @@ func (c *Controller) saveLocked() error {
 	sf := stateFile{Version: stateVersion, Saved: c.now(), NextID: c.nextID, Nodes: c.nodes, Budget: c.budget, AuditSize: &size}
 	data, err := jsonMarshal(sf)
 	if err == nil {
-		err = writeFileAtomic(c.path, data)
+		err = writeState(c.path, data)
 	}
 	if err != nil {
-		err = fmt.Errorf("cannot save drain state %s: %w", c.path, err)
+		err = fmt.Errorf("cannot save drain state: %w", err)
 		if c.saveErr == nil {
 			c.log.Error("drain: cannot save state", "err", err)
 		}
