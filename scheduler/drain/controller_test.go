@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -885,6 +886,8 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 func TestLogActuator(t *testing.T) {
 	var b strings.Builder
 	a := NewLogActuator(&b)
+	var calls []LogCall
+	a.OnCall(func(c LogCall) { calls = append(calls, c) })
 	ctx := context.Background()
 	a.Drain(ctx, n1, "gpuwatch: xid79")
 	if d, r, _ := a.State(ctx, n1); !d || r != "gpuwatch: xid79" {
@@ -896,6 +899,18 @@ func TestLogActuator(t *testing.T) {
 	want := "drain node1 reason=\"gpuwatch: xid79\"\nevacuate node1 work=a/p,b/p\nresume node1\nreboot n2 reason=\"gpuwatch: x\" (then resume)\n"
 	if b.String() != want {
 		t.Fatalf("%q", b.String())
+	}
+	wantCalls := []LogCall{{Action: "drain", Node: n1, Reason: "gpuwatch: xid79"}, {Action: "evacuate", Node: n1, Work: []string{"a/p", "b/p"}},
+		{Action: "resume", Node: n1}, {Action: "reboot", Node: "n2", Reason: "gpuwatch: x"}}
+	if !reflect.DeepEqual(calls, wantCalls) {
+		t.Fatalf("OnCall saw %+v, want %+v", calls, wantCalls)
+	}
+	var lines strings.Builder
+	for _, c := range calls {
+		lines.WriteString(c.String() + "\n")
+	}
+	if lines.String() != want {
+		t.Fatalf("LogCall.String: %q, want the lines written", lines.String())
 	}
 	if d, _, _ := a.State(ctx, n1); d {
 		t.Fatal("state after resume")
