@@ -121,8 +121,8 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 13 {
-		t.Fatalf("%d drain scenarios in testdata/scenarios, want at least the 13 written", len(files))
+	if len(files) < 15 {
+		t.Fatalf("%d drain scenarios in testdata/scenarios, want at least the 15 written", len(files))
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
