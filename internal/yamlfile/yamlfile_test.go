@@ -23,17 +23,16 @@ func (l *level) UnmarshalText(b []byte) error {
 }
 
 type sample struct {
-	Name    string            `yaml:"name"`
-	Count   int               `yaml:"count"`
-	Ratio   float64           `yaml:"ratio"`
-	On      bool              `yaml:"on"`
-	Every   time.Duration     `yaml:"every"`
-	Level   level             `yaml:"level"`
-	Limit   *uint             `yaml:"limit"`
-	Tags    []string          `yaml:"tags"`
-	Labels  map[string]string `yaml:"labels"`
-	Items   []item            `yaml:"items"`
-	skipped int
+	Name   string            `yaml:"name"`
+	Count  int               `yaml:"count"`
+	Ratio  float64           `yaml:"ratio"`
+	On     bool              `yaml:"on"`
+	Every  time.Duration     `yaml:"every"`
+	Level  level             `yaml:"level"`
+	Limit  *uint             `yaml:"limit"`
+	Tags   []string          `yaml:"tags"`
+	Labels map[string]string `yaml:"labels"`
+	Items  []item            `yaml:"items"`
 }
 
 type item struct {
