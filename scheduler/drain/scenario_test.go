@@ -1,6 +1,8 @@
 package drain
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +32,10 @@ import (
 //	      - {kind: xid, gpu: 3, severity: fatal, action: RESTART_BM, xid: 79}
 //	    want: drained              # the node's state after the worker pass
 //	    repeat: 10                 # the same report this many times (default 1)
+//	  - repeat: 30                 # a group: these reports in turn, 30 times
+//	    reports:
+//	      - {after: 10s, want: suspect}
+//	      - {after: 10s, conditions: *crit, want: suspect}
 //	calls:                         # successful actuator calls but evacuations, "method reason"
 //	  - reboot gpuwatch: xid79 gpu=GPU-00000003-1111-2222-3333-444444444444 action=RESTART_BM
 //	gpu_exclusions: 0              # GPUs excluded at the end
@@ -53,6 +59,7 @@ type scenarioReport struct {
 	Conditions []scenarioCondition `yaml:"conditions"`
 	Want       telemetry.State     `yaml:"want"`
 	Repeat     int                 `yaml:"repeat"`
+	Reports    []scenarioReport    `yaml:"reports"` // a group
 }
 
 type scenarioCondition struct {
@@ -101,11 +108,22 @@ func loadScenario(t *testing.T, path string) scenarioFile {
 	if err := doc.Decode(&f); err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range f.Reports {
-		if !r.Want.Valid() || doc.Value("reports["+strconv.Itoa(i)+"].want") == "" {
-			doc.Errorf("reports["+strconv.Itoa(i)+"].want", "missing: every report says the state its node must be in")
+	var check func(path string, rs []scenarioReport)
+	check = func(path string, rs []scenarioReport) {
+		for i, r := range rs {
+			at := fmt.Sprintf("%s[%d]", path, i)
+			switch {
+			case len(r.Reports) > 0:
+				if r.After != 0 || r.Node != "" || r.GPUs != 0 || r.Conditions != nil || doc.Value(at+".want") != "" {
+					doc.Errorf(at, "a group has only reports and repeat")
+				}
+				check(at+".reports", r.Reports)
+			case doc.Value(at+".want") == "":
+				doc.Errorf(at+".want", "missing: every report says the state its node must be in")
+			}
 		}
 	}
+	check("reports", f.Reports)
 	if len(f.Reports) == 0 {
 		doc.Errorf("reports", "missing: a scenario has reports")
 	}
@@ -135,33 +153,38 @@ func TestScenarios(t *testing.T) {
 			}
 			h := newHarness(t, pol)
 			step := 0
-			for i, r := range f.Reports {
-				node := r.Node
-				if node == "" {
-					node = n1
-				}
-				gpus := r.GPUs
-				if gpus == 0 {
-					gpus = 8
-				}
-				var conds []telemetry.Condition
-				for j, sc := range r.Conditions {
-					c, err := sc.condition(node)
-					if err != nil {
-						t.Fatalf("reports[%d].conditions[%d]: %v", i, j, err)
+			var play func(path string, rs []scenarioReport)
+			play = func(path string, rs []scenarioReport) {
+				for i, r := range rs {
+					at := fmt.Sprintf("%s[%d]", path, i)
+					if len(r.Reports) > 0 {
+						for range max(r.Repeat, 1) {
+							play(at+".reports", r.Reports)
+						}
+						continue
 					}
-					conds = append(conds, c)
-				}
-				for range max(r.Repeat, 1) {
-					h.clk.add(r.After)
-					h.c.Observe(reportN(node, h.clk.now(), gpus, conds...))
-					h.process()
-					if got := h.state(node); got != r.Want {
-						t.Fatalf("reports[%d] (report %d, at %s): %s is %s, want %s", i, step, h.clk.now().Sub(t0), node, got, r.Want)
+					node := cmp.Or(r.Node, n1)
+					gpus := cmp.Or(r.GPUs, 8)
+					var conds []telemetry.Condition
+					for j, sc := range r.Conditions {
+						c, err := sc.condition(node)
+						if err != nil {
+							t.Fatalf("%s.conditions[%d]: %v", at, j, err)
+						}
+						conds = append(conds, c)
 					}
-					step++
+					for range max(r.Repeat, 1) {
+						h.clk.add(r.After)
+						h.c.Observe(reportN(node, h.clk.now(), gpus, conds...))
+						h.process()
+						if got := h.state(node); got != r.Want {
+							t.Fatalf("%s (report %d, at %s): %s is %s, want %s", at, step, h.clk.now().Sub(t0), node, got, r.Want)
+						}
+						step++
+					}
 				}
 			}
+			play("reports", f.Reports)
 			var got []string
 			for _, c := range h.act.calls {
 				if !c.Failed && c.Method != "evacuate" {
