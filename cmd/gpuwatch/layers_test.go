@@ -15,7 +15,7 @@ var floors = []struct {
 	prefixes []string
 }{
 	{"vocabulary and small utilities", []string{"telemetry", "alerts", "internal/auth", "internal/serve", "internal/tlsconf",
-		"internal/httpjson", "internal/localslurm", "internal/procstat"}},
+		"internal/httpjson", "internal/localslurm", "internal/procstat", "internal/atomicfile", "internal/yamlfile"}},
 	{"agent", []string{"collector"}},
 	{"control plane", []string{"scheduler"}},
 	{"analyzer", []string{"analyzer"}},

@@ -7,11 +7,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/atomicfile"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 )
@@ -184,10 +184,11 @@ func (e *Engine) loadStateFile(now time.Time) {
 		e.warn(w)
 	}
 	if err != nil {
-		aside := path + ".corrupt"
 		msg := fmt.Sprintf("state file %s is unusable (%v); starting from fresh baselines", path, err)
-		if rerr := os.Rename(path, aside); rerr == nil {
+		if aside, rerr := atomicfile.MoveAside(path); rerr == nil {
 			msg += "; the old file is kept as " + aside
+		} else {
+			msg += fmt.Sprintf("; %v", rerr)
 		}
 		e.warn(msg)
 		e.dirty = true
@@ -344,41 +345,15 @@ func sortSaved(cs []savedCondition) {
 	}
 }
 
-// saveLocked writes the state file atomically: a temporary file in the same
-// directory, fsync, rename.
+// saveLocked writes the state file atomically (internal/atomicfile).
 func (e *Engine) saveLocked(now time.Time) error {
 	data, err := json.MarshalIndent(e.snapshotState(now), "", " ")
 	if err != nil {
 		return fmt.Errorf("encode health state: %w", err)
 	}
-	if err := writeAtomic(e.opts.StateFile, data); err != nil {
-		return err
+	if err := atomicfile.WriteFile(e.opts.StateFile, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("save health state: %w", err)
 	}
 	e.dirty, e.lastSave = false, now
-	return nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write health state %s: %w", path, err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(append(data, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write health state %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write health state %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 	return nil
 }

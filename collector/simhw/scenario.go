@@ -1,12 +1,9 @@
 package simhw
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/yamlfile"
 )
 
 // Scenario is a list of faults to apply at offsets from a fleet's start: the same
@@ -73,19 +72,12 @@ type rawFault struct {
 	NVSwitch *int          `yaml:"nvswitch"`
 }
 
-// scenarioFields are the top-level keys of a scenario file.
-var scenarioFields = []string{"name", "description", "faults"}
-
-// faultFields are the keys a fault may have, in documentation order.
-var faultFields = []string{"at", "node", "gpu", "kind", "xid", "link", "hca", "port", "count",
-	"duration", "temp", "watts", "action", "sxid", "nvswitch"}
-
 // yamlDuration is a Go duration written with its unit ("30s", "1m30s").
 type yamlDuration time.Duration
 
 func (d *yamlDuration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: bad duration: want a duration like 30s, not a %s", n.Line, kindName(n))}}
+		return fmt.Errorf("bad duration: want a duration like 30s, not a %s", kindName(n))
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
@@ -93,7 +85,7 @@ func (d *yamlDuration) UnmarshalYAML(n *yaml.Node) error {
 		if _, nerr := strconv.ParseFloat(n.Value, 64); nerr == nil {
 			hint = "add a unit, like " + n.Value + "s"
 		}
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: bad duration %q: %s", n.Line, n.Value, hint)}}
+		return fmt.Errorf("bad duration %q: %s", n.Value, hint)
 	}
 	*d = yamlDuration(v)
 	return nil
@@ -104,7 +96,7 @@ type yamlHCA string
 
 func (h *yamlHCA) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Value == "" {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: bad hca: want a name like mlx5_3 or an index", n.Line)}}
+		return errors.New("bad hca: want a name like mlx5_3 or an index")
 	}
 	*h = yamlHCA(n.Value)
 	return nil
@@ -120,8 +112,9 @@ func kindName(n *yaml.Node) string {
 	return "value"
 }
 
-// ParseScenario parses a scenario file's contents. Errors name the fault
-// (faults[i] and its line) and the problem; every problem found is reported.
+// ParseScenario parses a scenario file's contents. Errors read
+// "scenario:LINE: faults[i].field: problem" (internal/yamlfile); every problem
+// found is reported.
 func ParseScenario(data []byte) (*Scenario, error) { return parseScenario("scenario", data) }
 
 // LoadScenario reads and parses the scenario file at path; errors start with path.
@@ -133,171 +126,55 @@ func LoadScenario(path string) (*Scenario, error) {
 	return parseScenario(path, data)
 }
 
-var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+// maxScenario bounds a scenario file.
+const maxScenario = 16 << 20
 
-func parseScenario(source string, data []byte) (sc *Scenario, err error) {
-	defer func() {
-		// yaml.v3 has panicked on malformed input before (CVE-2022-28948); a
-		// scenario file must never take the process down.
-		if p := recover(); p != nil {
-			sc, err = nil, fmt.Errorf("%s: cannot parse: %v", source, p)
-		}
-	}()
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %s", source, strings.TrimPrefix(err.Error(), "yaml: "))
+func parseScenario(source string, data []byte) (*Scenario, error) {
+	doc, err := yamlfile.Parse(source, data, maxScenario)
+	if err != nil {
+		return nil, err
 	}
-	if len(doc.Content) == 0 {
-		return nil, fmt.Errorf("%s: empty scenario: want a faults: list", source)
+	root := doc.Root()
+	switch {
+	case root == nil:
+		doc.Errorf("", "empty scenario: want a faults: list")
+	case root.Kind != yaml.MappingNode:
+		doc.Errorf("", "want a mapping with a faults: list, got a %s", kindName(root))
+	case !hasFaults(root):
+		doc.Errorf("", "no faults: list (write faults: [] for none)")
 	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: line %d: want a mapping with a faults: list, got a %s", source, root.Line, kindName(root))
+	if err := doc.Err(); err != nil {
+		return nil, err
 	}
-	items := faultItems(root)
-	if items == nil {
-		return nil, fmt.Errorf("%s: no faults: list (write faults: [] for none)", source)
-	}
-
 	var raw rawScenario
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
-		return nil, decodeErrors(source, err, items)
+	if err := doc.Decode(&raw); err != nil {
+		return nil, err
 	}
-
-	sc = &Scenario{Name: raw.Name, Description: raw.Description, Source: source}
-	var errs []error
+	sc := &Scenario{Name: raw.Name, Description: raw.Description, Source: source}
 	for i, rf := range raw.Faults {
-		line := 0
-		if i < len(items) {
-			line = items[i].Line
-		}
+		path := fmt.Sprintf("faults[%d]", i)
 		f, err := rf.fault()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: faults[%d] (line %d): %w", source, i, line, err))
+			doc.Errorf(path, "%v", err)
 			continue
 		}
 		sc.Faults = append(sc.Faults, f)
-		sc.lines = append(sc.lines, line)
+		sc.lines = append(sc.lines, doc.Line(path))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := doc.Err(); err != nil {
+		return nil, err
 	}
 	return sc, nil
 }
 
-// faultItems returns the nodes of the faults list, or nil when there is none.
-func faultItems(root *yaml.Node) []*yaml.Node {
+// hasFaults reports whether the top-level mapping has a faults key.
+func hasFaults(root *yaml.Node) bool {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "faults" {
-			v := root.Content[i+1]
-			if v.Kind == yaml.SequenceNode {
-				return append([]*yaml.Node{}, v.Content...)
-			}
-			if v.Tag == "!!null" {
-				return []*yaml.Node{}
-			}
-			return nil
+			return true
 		}
 	}
-	return nil
-}
-
-// decodeErrors turns yaml.v3's "line N: …" decode errors into messages naming the
-// fault and the field.
-func decodeErrors(source string, err error, items []*yaml.Node) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return fmt.Errorf("%s: %s", source, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	var errs []error
-	for _, msg := range te.Errors {
-		m := lineRE.FindStringSubmatch(msg)
-		if m == nil {
-			errs = append(errs, fmt.Errorf("%s: %s", source, msg))
-			continue
-		}
-		line, _ := strconv.Atoi(m[1])
-		problem := m[2]
-		idx, field := locate(items, line)
-		if rest, ok := strings.CutPrefix(problem, "field "); ok {
-			if name, typ, ok := strings.Cut(rest, " not found in type "); ok {
-				fields := faultFields
-				if strings.HasSuffix(typ, "rawScenario") {
-					fields, idx = scenarioFields, -1
-				}
-				problem = fmt.Sprintf("unknown field %q%s (want one of %s)", name, suggest(name, fields), strings.Join(fields, ", "))
-				field = ""
-			}
-		}
-		if strings.HasPrefix(problem, "cannot unmarshal") {
-			problem = "bad value: " + strings.TrimPrefix(problem, "cannot unmarshal ")
-		}
-		if field != "" && !strings.HasPrefix(problem, field) {
-			problem = field + ": " + problem
-		}
-		if idx < 0 {
-			errs = append(errs, fmt.Errorf("%s: line %d: %s", source, line, problem))
-			continue
-		}
-		errs = append(errs, fmt.Errorf("%s: faults[%d] (line %d): %s", source, idx, line, problem))
-	}
-	return errors.Join(errs...)
-}
-
-// locate finds the fault that holds line, and the field whose value is on it.
-func locate(items []*yaml.Node, line int) (int, string) {
-	idx := -1
-	for i, it := range items {
-		if it.Line <= line {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		return -1, ""
-	}
-	it := items[idx]
-	for i := 0; i+1 < len(it.Content); i += 2 {
-		if it.Content[i+1].Line == line {
-			return idx, it.Content[i].Value
-		}
-	}
-	return idx, ""
-}
-
-// suggest proposes the field a misspelt key was probably meant to be.
-func suggest(name string, fields []string) string {
-	best, bestD := "", 3
-	for _, f := range fields {
-		if d := editDistance(strings.ToLower(name), f); d < bestD {
-			best, bestD = f, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(", did you mean %q?", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return false
 }
 
 // fault checks a fault on its own (the fleet checks nodes, GPUs, links and HCAs
@@ -444,7 +321,7 @@ func (f *Fleet) Schedule(sc *Scenario) error {
 	for i, flt := range sc.Faults {
 		where := fmt.Sprintf("%s: faults[%d]", src, i)
 		if i < len(sc.lines) && sc.lines[i] > 0 {
-			where = fmt.Sprintf("%s (line %d)", where, sc.lines[i])
+			where = fmt.Sprintf("%s:%d: faults[%d]", src, sc.lines[i], i)
 		}
 		n, err := f.nodeFor(flt.Node)
 		if err == nil {

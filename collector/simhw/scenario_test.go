@@ -84,37 +84,37 @@ func TestParseScenarioErrors(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"unknown kind", "faults:\n  - at: 1s\n    gpu: 0\n    kind: xyd\n",
-			[]string{`faults[0] (line 2): unknown kind "xyd" (want one of xid, gpu-lost`}},
+			[]string{`scenario:2: faults[0]: unknown kind "xyd" (want one of xid, gpu-lost`}},
 		{"gpu out of range", "faults:\n  - at: 1s\n    kind: gpu-lost\n  - at: 2s\n    gpu: 8\n    kind: gpu-lost\n",
-			[]string{"faults[0] (line 2): kind gpu-lost needs gpu", "faults[1] (line 4): gpu 8 out of range (0-7)"}},
+			[]string{"scenario:2: faults[0]: kind gpu-lost needs gpu", "scenario:4: faults[1]: gpu 8 out of range (0-7)"}},
 		{"missing xid", "faults:\n  - at: 1s\n    gpu: 1\n    kind: xid\n",
-			[]string{"faults[0] (line 2): missing xid"}},
+			[]string{"scenario:2: faults[0]: missing xid"}},
 		{"bad duration", "faults:\n  - at: 30x\n    gpu: 1\n    kind: gpu-lost\n",
-			[]string{`faults[0] (line 2): at: bad duration "30x": want a duration like 30s`}},
+			[]string{`scenario:2: faults[0].at: bad duration "30x": want a duration like 30s`}},
 		{"duration without unit", "faults:\n  - at: 30\n    gpu: 1\n    kind: gpu-lost\n",
-			[]string{`bad duration "30": add a unit, like 30s`}},
+			[]string{`scenario:2: faults[0].at: bad duration "30": add a unit, like 30s`}},
 		{"typo in a field", "faults:\n  - at: 1s\n    gpuu: 1\n    kind: gpu-lost\n",
-			[]string{`faults[0] (line 3): unknown field "gpuu", did you mean "gpu"?`}},
+			[]string{`scenario:3: faults[0].gpuu: unknown field, did you mean "gpu"?`}},
 		{"typo in a later fault", "faults:\n  - at: 1s\n    gpu: 1\n    kind: gpu-lost\n  - at: 2s\n    gpu: 1\n    kidn: recover\n",
-			[]string{`faults[1] (line 7): unknown field "kidn", did you mean "kind"?`}},
+			[]string{`scenario:7: faults[1].kidn: unknown field, did you mean "kind"?`}},
 		{"wrong type", "faults:\n  - at: 1s\n    gpu: three\n    kind: gpu-lost\n",
-			[]string{"faults[0] (line 3): gpu: bad value: !!str `three` into int"}},
+			[]string{`scenario:3: faults[0].gpu: "three" is not a whole number`}},
 		{"missing at", "faults:\n  - gpu: 1\n    kind: gpu-lost\n",
-			[]string{"faults[0] (line 2): missing at"}},
+			[]string{"scenario:2: faults[0]: missing at"}},
 		{"field of another kind", "faults:\n  - at: 1s\n    gpu: 1\n    kind: gpu-lost\n    temp: 90\n",
-			[]string{"temp does not apply to kind gpu-lost"}},
+			[]string{"scenario:2: faults[0]: temp does not apply to kind gpu-lost"}},
 		{"bad action", "faults:\n  - at: 1s\n    gpu: 1\n    kind: xid\n    xid: 154\n    action: reboot\n",
-			[]string{`action "reboot": want none, gpu-reset`}},
-		{"sxid without its number", "faults:\n  - at: 1s\n    kind: sxid\n", []string{"faults[0] (line 2): missing sxid"}},
+			[]string{`scenario:2: faults[0]: action "reboot": want none, gpu-reset`}},
+		{"sxid without its number", "faults:\n  - at: 1s\n    kind: sxid\n", []string{"scenario:2: faults[0]: missing sxid"}},
 		{"sxid on a GPU", "faults:\n  - at: 1s\n    gpu: 2\n    kind: sxid\n    sxid: 20034\n",
-			[]string{"gpu does not apply to kind sxid: it acts on the node"}},
+			[]string{"scenario:2: faults[0]: gpu does not apply to kind sxid: it acts on the node"}},
 		{"nvswitch of another kind", "faults:\n  - at: 1s\n    gpu: 2\n    kind: gpu-lost\n    nvswitch: 1\n",
-			[]string{"nvswitch does not apply to kind gpu-lost"}},
-		{"unknown top-level key", "fault:\n  - at: 1s\n", []string{"no faults: list"}},
-		{"unknown key beside faults", "faults: []\nnmae: x\n", []string{`scenario: line 2: unknown field "nmae", did you mean "name"? (want one of name, description, faults)`}},
-		{"not yaml", "faults: [\n", []string{"scenario: "}},
-		{"empty", "", []string{"empty scenario"}},
-		{"a list at the top", "- at: 1s\n", []string{"want a mapping with a faults: list"}},
+			[]string{"scenario:2: faults[0]: nvswitch does not apply to kind gpu-lost"}},
+		{"unknown top-level key", "fault:\n  - at: 1s\n", []string{"scenario:1: no faults: list"}},
+		{"unknown key beside faults", "faults: []\nnmae: x\n", []string{`scenario:2: nmae: unknown field, did you mean "name"? (want one of name, description, faults)`}},
+		{"not yaml", "faults: [\n", []string{"scenario:1: invalid YAML: "}},
+		{"empty", "", []string{"scenario: empty scenario"}},
+		{"a list at the top", "- at: 1s\n", []string{"scenario:1: want a mapping with a faults: list, got a list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +127,7 @@ func TestParseScenarioErrors(t *testing.T) {
 					t.Errorf("error %q\nlacks %q", err, w)
 				}
 			}
-			if !strings.HasPrefix(err.Error(), "scenario: ") {
+			if !strings.HasPrefix(err.Error(), "scenario:") {
 				t.Errorf("error %q does not name its source", err)
 			}
 		})
@@ -140,7 +140,7 @@ func TestLoadScenarioNamesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadScenario(path)
-	if err == nil || !strings.HasPrefix(err.Error(), path+": faults[0] (line 2): missing xid") {
+	if err == nil || !strings.HasPrefix(err.Error(), path+":2: faults[0]: missing xid") {
 		t.Errorf("error = %v", err)
 	}
 	if _, err := LoadScenario(filepath.Join(t.TempDir(), "none.yaml")); err == nil {
@@ -154,11 +154,11 @@ func TestScheduleErrors(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"unknown node", "faults:\n  - at: 1s\n    node: node-99\n    gpu: 1\n    kind: gpu-lost\n",
-			`scenario: faults[0] (line 2): unknown node "node-99" (the fleet has node-01 … node-04)`},
+			`scenario:2: faults[0]: unknown node "node-99" (the fleet has node-01 … node-04)`},
 		{"missing node", "faults:\n  - at: 1s\n    gpu: 1\n    kind: gpu-lost\n",
-			"faults[0] (line 2): missing node (the fleet has 4 nodes)"},
+			"scenario:2: faults[0]: missing node (the fleet has 4 nodes)"},
 		{"link beyond an A100's 12", "faults:\n  - at: 1s\n    node: node-01\n    gpu: 1\n    kind: nvlink-down\n    link: 12\n",
-			"faults[0] (line 2): link 12 out of range (0-11)"},
+			"scenario:2: faults[0]: link 12 out of range (0-11)"},
 		{"no such hca", "faults:\n  - at: 1s\n    node: node-01\n    kind: ib-down\n    hca: mlx5_9\n",
 			`hca "mlx5_9": no such HCA`},
 		{"no such port", "faults:\n  - at: 1s\n    node: node-01\n    kind: ib-down\n    hca: 0\n    port: 2\n",

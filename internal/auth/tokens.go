@@ -1,15 +1,12 @@
 package auth
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"regexp"
@@ -17,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/yamlfile"
 )
 
 // Role is what a caller may do. Each role includes the ones before it.
@@ -180,122 +179,97 @@ var (
 //     role: read
 //     client_cert_cn: kube-scheduler   # instead of sha256: a mutual-TLS client
 //
-// Errors read "FILE:LINE: FIELD: problem". An empty list is an error: it
-// would lock everyone out of every write, which is never what was meant.
+// Errors read "FILE:LINE: FIELD: problem" (internal/yamlfile), the field as
+// "[2].role" (the third token's role). An empty list is an error: it would
+// lock everyone out of every write, which is never what was meant.
 func ParseTokens(file string, data []byte) (*Tokens, error) {
-	fail := func(line int, format string, args ...any) (*Tokens, error) {
-		if line > 0 {
-			return nil, fmt.Errorf("token file %s:%d: %s", file, line, fmt.Sprintf(format, args...))
+	doc, err := yamlfile.Parse(file, data, maxTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Empty() {
+		doc.Errorf("", "empty: want a YAML list of tokens, each with name, role and sha256")
+		return nil, doc.Err()
+	}
+	if root := doc.Root(); root.Kind == yaml.SequenceNode {
+		// A secret where its hash belongs: say so, not just "unknown field".
+		for i, item := range root.Content {
+			for k := 0; item.Kind == yaml.MappingNode && k+1 < len(item.Content); k += 2 {
+				if key := item.Content[k].Value; key == "secret" || key == "token" || key == "password" {
+					doc.Errorf(fmt.Sprintf("[%d].%s", i, key), "the token file holds no secrets; give sha256 (the hex SHA-256 of the secret: `gpuwatch token`)")
+				}
+			}
 		}
-		return nil, fmt.Errorf("token file %s: %s", file, fmt.Sprintf(format, args...))
-	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fail(0, "empty: want a YAML list of tokens, each with name, role and sha256")
+		if err := doc.Err(); err != nil {
+			return nil, err
 		}
-		return fail(0, "%v", err)
+	} else {
+		doc.Errorf("", "want a YAML list of tokens, each with name, role and sha256")
+		return nil, doc.Err()
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return fail(extra.Line, "more than one YAML document")
+	var entries []tokenEntry
+	if err := doc.Decode(&entries); err != nil {
+		return nil, err
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if root.Kind != yaml.SequenceNode {
-		return fail(root.Line, "want a YAML list of tokens, each with name, role and sha256")
-	}
-	if len(root.Content) == 0 {
-		return fail(root.Line, "no tokens: every write and control call would be refused; add at least one")
+	if len(entries) == 0 {
+		doc.Errorf("", "no tokens: every write and control call would be refused; add at least one")
+		return nil, doc.Err()
 	}
 	t := &Tokens{}
 	names := map[string]int{}
 	hashes := map[string]string{}
 	cns := map[string]string{}
-	for i, item := range root.Content {
-		if item.Kind != yaml.MappingNode {
-			return fail(item.Line, "token %d: want a mapping with name, role and sha256", i+1)
+	for i, te := range entries {
+		at := func(field string) string {
+			if field == "" {
+				return fmt.Sprintf("[%d]", i)
+			}
+			return fmt.Sprintf("[%d].%s", i, field)
 		}
-		var e Token
-		var hash string
-		var roleLine int
-		seen := map[string]bool{}
-		for k := 0; k+1 < len(item.Content); k += 2 {
-			key, val := item.Content[k], item.Content[k+1]
-			if seen[key.Value] {
-				return fail(key.Line, "%s: given twice", key.Value)
+		before := doc.Len()
+		e := Token{Name: strings.TrimSpace(te.Name), ClientCertCN: strings.TrimSpace(te.ClientCertCN), Nodes: te.Nodes}
+		hash := strings.TrimSpace(te.SHA256)
+		for j, g := range e.Nodes {
+			if g == "" {
+				doc.Errorf(fmt.Sprintf("%s[%d]", at("nodes"), j), "want a node name glob")
+			} else if _, err := path.Match(g, ""); err != nil {
+				doc.Errorf(fmt.Sprintf("%s[%d]", at("nodes"), j), "%q is not a valid glob: %v", g, err)
 			}
-			seen[key.Value] = true
-			scalar := func() (string, error) {
-				if val.Kind != yaml.ScalarNode {
-					return "", fmt.Errorf("want a string")
-				}
-				return strings.TrimSpace(val.Value), nil
-			}
-			var err error
-			switch key.Value {
-			case "name":
-				e.Name, err = scalar()
-			case "role":
-				var s string
-				if s, err = scalar(); err == nil {
-					e.Role, err = ParseRole(s)
-				}
-				roleLine = val.Line
-			case "sha256":
-				hash, err = scalar()
-			case "client_cert_cn":
-				e.ClientCertCN, err = scalar()
-			case "nodes":
-				if val.Kind != yaml.SequenceNode {
-					err = fmt.Errorf("want a list of node name globs")
-					break
-				}
-				for _, g := range val.Content {
-					if g.Kind != yaml.ScalarNode || g.Value == "" {
-						return fail(g.Line, "nodes: want a node name glob")
-					}
-					if _, err := path.Match(g.Value, ""); err != nil {
-						return fail(g.Line, "nodes: %q is not a valid glob: %v", g.Value, err)
-					}
-					e.Nodes = append(e.Nodes, g.Value)
-				}
-			case "secret", "token", "password":
-				return fail(key.Line, "%s: the token file holds no secrets; give sha256 (the hex SHA-256 of the secret: `gpuwatch token`)", key.Value)
-			default:
-				return fail(key.Line, "%s: unknown field (want name, role, sha256, client_cert_cn, nodes)", key.Value)
-			}
-			if err != nil {
-				return fail(val.Line, "%s: %v", key.Value, err)
+		}
+		if te.Role != nil {
+			if e.Role, err = ParseRole(strings.TrimSpace(*te.Role)); err != nil {
+				doc.Errorf(at("role"), "%v", err)
 			}
 		}
 		switch {
 		case e.Name == "":
-			return fail(item.Line, "token %d: name is missing", i+1)
+			doc.Errorf(at("name"), "missing")
 		case !tokenName.MatchString(e.Name):
-			return fail(item.Line, "name %q: use letters, digits and . _ @ : / - (at most 128)", e.Name)
-		case !seen["role"]:
-			return fail(item.Line, "token %q: role is missing (read, agent, operate or admin)", e.Name)
+			doc.Errorf(at("name"), "%q: use letters, digits and . _ @ : / - (at most 128)", e.Name)
+		case te.Role == nil:
+			doc.Errorf(at("role"), "missing (read, agent, operate or admin)")
 		case hash == "" && e.ClientCertCN == "":
-			return fail(item.Line, "token %q: sha256 is missing (the hex SHA-256 of the secret; `gpuwatch token` makes one)", e.Name)
+			doc.Errorf(at("sha256"), "missing (the hex SHA-256 of the secret; `gpuwatch token` makes one)")
 		case hash != "" && e.ClientCertCN != "":
-			return fail(item.Line, "token %q: give sha256 or client_cert_cn, not both", e.Name)
+			doc.Errorf(at("client_cert_cn"), "give sha256 or client_cert_cn, not both")
 		case hash != "" && !hexHash.MatchString(hash):
-			return fail(item.Line, "token %q: sha256: want 64 hex digits (the SHA-256 of the secret, not the secret)", e.Name)
-		case len(e.Nodes) > 0 && e.Role != RoleAgent:
-			return fail(roleLine, "token %q: nodes bind an agent token; role %s is not bound to nodes", e.Name, e.Role)
+			doc.Errorf(at("sha256"), "want 64 hex digits (the SHA-256 of the secret, not the secret)")
+		case len(e.Nodes) > 0 && e.Role != RoleAgent && doc.Len() == before:
+			doc.Errorf(at("nodes"), "nodes bind an agent token; role %s is not bound to nodes", e.Role)
+		}
+		if doc.Len() > before {
+			continue
 		}
 		if prev, ok := names[e.Name]; ok {
-			return fail(item.Line, "token %q: the name is used by token %d too; names identify callers in the audit log", e.Name, prev)
+			doc.Errorf(at("name"), "%q is the name of token %d too; names identify callers in the audit log", e.Name, prev)
+			continue
 		}
 		names[e.Name] = i + 1
 		if hash != "" {
 			hash = strings.ToLower(hash)
 			if other, ok := hashes[hash]; ok {
-				return fail(item.Line, "token %q: same secret as %q; give each caller its own", e.Name, other)
+				doc.Errorf(at("sha256"), "same secret as %q; give each caller its own", other)
+				continue
 			}
 			hashes[hash] = e.Name
 			b, _ := hex.DecodeString(hash)
@@ -303,14 +277,30 @@ func ParseTokens(file string, data []byte) (*Tokens, error) {
 			e.hasHash = true
 		} else {
 			if other, ok := cns[e.ClientCertCN]; ok {
-				return fail(item.Line, "token %q: client_cert_cn %q is %q's too", e.Name, e.ClientCertCN, other)
+				doc.Errorf(at("client_cert_cn"), "%q is %q's too", e.ClientCertCN, other)
+				continue
 			}
 			cns[e.ClientCertCN] = e.Name
 		}
 		t.list = append(t.list, e)
 	}
+	if err := doc.Err(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
+
+// tokenEntry is a token as written.
+type tokenEntry struct {
+	Name         string   `yaml:"name"`
+	Role         *string  `yaml:"role"`
+	SHA256       string   `yaml:"sha256"`
+	ClientCertCN string   `yaml:"client_cert_cn"`
+	Nodes        []string `yaml:"nodes"`
+}
+
+// maxTokenFile bounds a token file.
+const maxTokenFile = 16 << 20
 
 // NewSecret makes a random secret: 32 bytes from crypto/rand, "gpw_" and
 // base64url, so a leaked one is easy to recognise.

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 	"io"
 	"net/http"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 
 	"github.com/gpuwatch/gpuwatch/collector/healthpush"
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
@@ -93,23 +94,13 @@ var (
 	_ drain.Evacuator = (*actuator)(nil)
 )
 
-// newLogActuator wraps drain.LogActuator, whose lines become "would …" notes.
+// newLogActuator wraps drain.LogActuator, whose calls become "would …" notes.
 func newLogActuator(now func() time.Time) *actuator {
 	a := &actuator{now: now, names: map[string]string{}}
-	a.inner = drain.NewLogActuator(logLines{a})
+	la := drain.NewLogActuator(io.Discard)
+	la.OnCall(func(c drain.LogCall) { a.note(c.Node, "would "+c.String()) })
+	a.inner = la
 	return a
-}
-
-// logLines turns the log actuator's lines ("drain node-07 reason=…") into notes.
-type logLines struct{ a *actuator }
-
-func (l logLines) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		_, rest, _ := strings.Cut(line, " ")
-		node, _, _ := strings.Cut(rest, " ")
-		l.a.note(node, "would "+line)
-	}
-	return len(p), nil
 }
 
 func (a *actuator) note(node, text string) {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/collector/simhw"
-	"github.com/gpuwatch/gpuwatch/internal/localslurm"
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 )
 
 // DefaultStory is the fault scenario the demo plays when none is given.
@@ -194,154 +195,219 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
+	r := &run{ctx: ctx, o: o}
+	defer r.close()
+	for _, step := range []func() error{
+		r.buildFleet,    // the scenario, the simulated fleet, the story scheduled on it
+		r.startActuator, // the drain policy and the scheduler's hand: log, or a local Slurm
+		r.startServer,   // the gpuwatch server: store, drain controller, fair share, placement
+		r.startAgents,   // one real agent per node, remote-writing to the server
+		r.startWorkload, // jobs placed by the server's placement engine
+		r.firstCycle,    // the agents see the idle fleet; the header; the workload starts
+		r.play,          // simulated time runs: faults, cycles, drains, reboots, summaries
+		r.collectResult, // what the agents, the store and the controllers ended with
+		r.printFinal,    // the final summary
+		r.keepServing,   // with KeepServing, the server stays up until ctx is done
+	} {
+		if err := step(); err != nil {
+			return r.res, err
+		}
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return r.res, err
+	}
+	return r.res, nil
+}
+
+// run is one demo run's parts, built by Run's steps in order.
+type run struct {
+	ctx     context.Context
+	o       Options
+	cleanup []func() // undone in reverse by close
+
+	dir     string
+	sc      *simhw.Scenario
+	skipped int // faults of the built-in story beyond the fleet
+	fleet   *simhw.Fleet
+	names   []string // the fleet's node names
+	jobs    *jobDetails
+	pol     *drain.Policy
+	fsCfg   *fairshare.Config
+	act     *actuator
+	ds      *demoServer
+	agents  *fleetAgents
+	pl      *placer
+	gen     *simhw.WorkloadGenerator
+	cp      *controlPrinter
+	p       *printer
+	res     *Result // nil until the first cycle
+}
+
+func (r *run) onClose(f func()) { r.cleanup = append(r.cleanup, f) }
+
+func (r *run) close() {
+	for i := len(r.cleanup) - 1; i >= 0; i-- {
+		r.cleanup[i]()
+	}
+}
+
+// buildFleet reads the scenario, builds the simulated fleet in its working
+// directory and schedules the story's faults on it.
+func (r *run) buildFleet() error {
+	o := &r.o
 	sc, err := simhw.ParseScenario(o.Faults)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read fault scenario from %s: %w", o.FaultsName, err)
+		return fmt.Errorf("cannot read fault scenario from %s: %w", o.FaultsName, err)
 	}
-	dir := o.Dir
-	if dir == "" {
+	r.dir = o.Dir
+	if r.dir == "" {
 		// Each tick rewrites a few thousand sysfs counter files atomically; on tmpfs
 		// that costs microseconds per file instead of a millisecond on disk.
 		base := ""
 		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 			base = "/dev/shm"
 		}
-		if dir, err = os.MkdirTemp(base, "gpuwatch-demo-"); err != nil {
-			return nil, fmt.Errorf("cannot create the demo's working directory: %w", err)
+		if r.dir, err = os.MkdirTemp(base, "gpuwatch-demo-"); err != nil {
+			return fmt.Errorf("cannot create the demo's working directory: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		dir := r.dir
+		r.onClose(func() { os.RemoveAll(dir) })
 	}
 	fleet, err := simhw.NewFleet(simhw.FleetSpec{
 		Nodes:        o.Nodes,
 		NodesPerLeaf: o.NodesPerLeaf,
 		Seed:         o.Seed,
-		Root:         dir,
+		Root:         r.dir,
 		Start:        o.Start,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot build the simulated fleet: %w", err)
+		return fmt.Errorf("cannot build the simulated fleet: %w", err)
 	}
 	if o.ShowMetrics != "" && fleet.Node(o.ShowMetrics) == nil {
-		return nil, fmt.Errorf("--show-metrics %q: no such node (the fleet has %s … %s)", o.ShowMetrics,
+		return fmt.Errorf("--show-metrics %q: no such node (the fleet has %s … %s)", o.ShowMetrics,
 			fleet.Nodes()[0].Name(), fleet.Nodes()[o.Nodes-1].Name())
 	}
-	skipped := 0
 	if o.builtin {
 		// The built-in story is written for 16 nodes; on a smaller fleet, play the
 		// part of it that fits. A user's own scenario is never trimmed.
-		sc, skipped = sc.Only(func(f simhw.Fault) bool { return f.Node == "" || fleet.Node(f.Node) != nil })
+		sc, r.skipped = sc.Only(func(f simhw.Fault) bool { return f.Node == "" || fleet.Node(f.Node) != nil })
 	}
 	if err := fleet.Schedule(sc); err != nil {
-		return nil, fmt.Errorf("cannot schedule the faults from %s: %w", o.FaultsName, err)
+		return fmt.Errorf("cannot schedule the faults from %s: %w", o.FaultsName, err)
 	}
-	jobs := newJobDetails()
+	r.jobs = newJobDetails()
 	if err := fleet.Advance(0); err != nil {
-		return nil, fmt.Errorf("cannot materialize the simulated fleet: %w", err)
+		return fmt.Errorf("cannot materialize the simulated fleet: %w", err)
 	}
-
-	pol, fsCfg, err := loadControl(&o)
-	if err != nil {
-		return nil, err
-	}
-	var act *actuator
-	if o.Slurm {
-		var names []string
-		for _, n := range fleet.Nodes() {
-			names = append(names, n.Name())
-		}
-		var cluster *localslurm.Cluster
-		if act, cluster, err = startSlurm(names, fleet.Now); err != nil {
-			return nil, err
-		}
-		defer cluster.Close()
-	} else {
-		act = newLogActuator(fleet.Now)
-		act.refuseReboot = o.RefuseReboot
-		if o.builtin && act.refuseReboot == nil {
-			// The story's node-15 cannot be rebooted: gpuwatch drains it instead.
-			act.refuseReboot = map[string]string{"node-15": "no RebootProgram for this node's rack (its BMC does not answer)"}
-		}
-	}
-	var agents *fleetAgents
-	names := make([]string, 0, len(fleet.Nodes()))
+	r.sc, r.fleet = sc, fleet
 	for _, n := range fleet.Nodes() {
-		names = append(names, n.Name())
+		r.names = append(r.names, n.Name())
 	}
-	ds, err := startServer(o, dir, names, control{now: fleet.Now, policy: pol, act: act, fairShare: fsCfg,
-		fairShareEvery: wallEvery(time.Minute, o.Speed),
-		workloads:      func(node string, gpus []string) []string { return agents.workloads(node, gpus) }})
-	if err != nil {
-		return nil, err
-	}
-	defer ds.stop()
-	agents, err = startAgents(fleet, o, dir, ds.writeURL(), ds.url, ds.tokens)
-	if err != nil {
-		return nil, err
-	}
-	defer agents.stop()
-	ds.run()
-	if o.Serving != nil {
-		o.Serving(Serving{URL: ds.url, GrafanaTokenFile: ds.tokens.path(tokenGrafana), Start: fleet.Start()})
-	}
-	// The workload goes through the server's placement engine: each job the
-	// generator draws is reserved by the engine on a snapshot of what the agents
-	// reported, and started where the engine put it.
-	pl := newPlacer(ctx, ds, fleet)
-	pl.agents = agents
-	gen := simhw.NewWorkloadGenerator(fleet, simhw.WorkloadOptions{Seed: o.Seed, DurationScale: jobDurationScale,
-		Place: pl.place, Refused: pl.refused})
-	cp := newControlPrinter(ds, act, pol, sc, fleet.Start())
+	return nil
+}
 
-	res := &Result{}
-	p := newPrinter(o.Out, fleet.Start())
-	sync := func() error {
-		lines, reboots, err := cp.sync(ctx, agents, fleet.Now())
-		p.control(lines)
-		for _, node := range reboots {
-			if na := agents.byName[node]; na != nil && na.a != nil {
-				agents.reboot(na, fleet.Now())
-				res.Drain.Reboots = append(res.Drain.Reboots, Reboot{Node: node, Down: fleet.Now()})
-				p.control([]ctlLine{{at: fleet.Now(), node: node,
-					text: fmt.Sprintf("the simulated node reboots: its agent stops; back at %s", p.offset(na.downUntil))}})
-			}
-		}
+// startActuator reads the drain policy and the fair-share configuration and
+// starts the drain controller's actuator: the log actuator, or a local real
+// Slurm cluster with --slurm.
+func (r *run) startActuator() error {
+	var err error
+	if r.pol, r.fsCfg, err = loadControl(&r.o); err != nil {
 		return err
 	}
-	cycle := func(full bool) {
-		evs, d := agents.collect(ctx, full)
-		res.Events = append(res.Events, evs...)
-		res.AgentCPU += d
-		if full {
-			res.FullCycles += len(agents.up())
-			res.acct.add(agents.views(), fleet.Now())
-		} else {
-			res.HealthCycles += len(agents.up())
+	if r.o.Slurm {
+		act, cluster, err := startSlurm(r.names, r.fleet.Now)
+		if err != nil {
+			return err
 		}
-		p.events(evs)
+		r.onClose(func() { cluster.Close() })
+		r.act = act
+		return nil
 	}
-	// The first cycle is a full one, as when an agent starts.
-	evs, d := agents.collect(ctx, true)
-	res.Events, res.AgentCPU, res.FullCycles = evs, d, len(agents.nodes)
-	res.acct.add(agents.views(), fleet.Now())
-	p.header(fleet, sc, o, ds, act, pol)
-	if skipped > 0 {
-		fmt.Fprintf(o.Out, "(%d faults of the built-in story are on nodes beyond --nodes %d and are skipped)\n\n", skipped, o.Nodes)
+	r.act = newLogActuator(r.fleet.Now)
+	r.act.refuseReboot = r.o.RefuseReboot
+	if r.o.builtin && r.act.refuseReboot == nil {
+		// The story's node-15 cannot be rebooted: gpuwatch drains it instead.
+		r.act.refuseReboot = map[string]string{"node-15": "no RebootProgram for this node's rack (its BMC does not answer)"}
+	}
+	return nil
+}
+
+// startServer starts the in-process gpuwatch server the agents report to.
+func (r *run) startServer() error {
+	ds, err := startServer(r.o, r.dir, r.names, control{now: r.fleet.Now, policy: r.pol, act: r.act, fairShare: r.fsCfg,
+		fairShareEvery: wallEvery(time.Minute, r.o.Speed),
+		workloads:      func(node string, gpus []string) []string { return r.agents.workloads(node, gpus) }})
+	if err != nil {
+		return err
+	}
+	r.ds = ds
+	r.onClose(ds.stop)
+	return nil
+}
+
+// startAgents starts one agent per node and the server's loops, and tells
+// Options.Serving where the server is.
+func (r *run) startAgents() error {
+	agents, err := startAgents(r.fleet, r.o, r.dir, r.ds.writeURL(), r.ds.url, r.ds.tokens)
+	if err != nil {
+		return err
+	}
+	r.agents = agents
+	r.onClose(agents.stop)
+	r.ds.run()
+	if r.o.Serving != nil {
+		r.o.Serving(Serving{URL: r.ds.url, GrafanaTokenFile: r.ds.tokens.path(tokenGrafana), Start: r.fleet.Start()})
+	}
+	return nil
+}
+
+// startWorkload sets up the workload: each job the generator draws is
+// reserved by the server's placement engine on a snapshot of what the agents
+// reported, and started where the engine put it.
+func (r *run) startWorkload() error {
+	r.pl = newPlacer(r.ctx, r.ds, r.fleet)
+	r.pl.agents = r.agents
+	r.gen = simhw.NewWorkloadGenerator(r.fleet, simhw.WorkloadOptions{Seed: r.o.Seed, DurationScale: jobDurationScale,
+		Place: r.pl.place, Refused: r.pl.refused})
+	r.cp = newControlPrinter(r.ds, r.act, r.pol, r.sc, r.fleet.Start())
+	r.p = newPrinter(r.o.Out, r.fleet.Start())
+	return nil
+}
+
+// firstCycle runs the agents' first (full) cycle on the idle fleet, prints the
+// header and what the agents first saw, and starts the workload.
+func (r *run) firstCycle() error {
+	o, fleet, agents, p := r.o, r.fleet, r.agents, r.p
+	evs, d := agents.collect(r.ctx, true)
+	r.res = &Result{Events: evs, AgentCPU: d, FullCycles: len(agents.nodes)}
+	r.res.acct.add(agents.views(), fleet.Now())
+	p.header(fleet, r.sc, o, r.ds, r.act, r.pol)
+	if r.skipped > 0 {
+		fmt.Fprintf(o.Out, "(%d faults of the built-in story are on nodes beyond --nodes %d and are skipped)\n\n", r.skipped, o.Nodes)
 	}
 	p.first(agents.views())
 	fmt.Fprintln(o.Out)
 	p.events(evs)
-	if err := sync(); err != nil {
-		return res, err
+	if err := r.sync(); err != nil {
+		return err
 	}
 	// The agents have seen the idle fleet: the workload starts.
-	if err := gen.Step(); err != nil {
-		return res, fmt.Errorf("cannot start the simulated workload: %w", err)
+	if err := r.gen.Step(); err != nil {
+		return fmt.Errorf("cannot start the simulated workload: %w", err)
 	}
-	if err := jobs.write(fleet); err != nil {
-		return res, err
+	if err := r.jobs.write(fleet); err != nil {
+		return err
 	}
-	p.control(pl.take())
+	p.control(r.pl.take())
+	return nil
+}
 
+// play runs simulated time, tick by tick, until Duration or ctx is done:
+// summaries and standings on their schedules, the hardware and the workload
+// advanced, rebooted nodes brought back, one agent cycle per tick and the
+// controllers' news.
+func (r *run) play() error {
+	o, fleet, agents, p := r.o, r.fleet, r.agents, r.p
 	nextSummary, nextStanding := time.Duration(0), o.FairShareEvery
 	wallStart := time.Now()
 	for elapsed, tick := time.Duration(0), 0; ; {
@@ -350,13 +416,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			nextSummary += o.Interval
 		}
 		if elapsed >= nextStanding {
-			if st, _ := ds.srv.FairShare(); st != nil {
-				p.standing(fleet.Now(), st, byAllocation(fsCfg, st), false)
+			if st, _ := r.ds.srv.FairShare(); st != nil {
+				p.standing(fleet.Now(), st, byAllocation(r.fsCfg, st), false)
 			}
 			nextStanding += o.FairShareEvery
 		}
 		if o.Duration > 0 && elapsed >= o.Duration {
-			break
+			return nil
 		}
 		step := o.Tick
 		if o.Duration > 0 && elapsed+step > o.Duration {
@@ -366,49 +432,98 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			// Keep simulated time in step with the wall clock at the chosen speed.
 			due := wallStart.Add(time.Duration(float64(elapsed+step) / o.Speed))
 			select {
-			case <-ctx.Done():
+			case <-r.ctx.Done():
 			case <-time.After(time.Until(due)):
 			}
 		}
-		if ctx.Err() != nil {
-			break
+		if r.ctx.Err() != nil {
+			return nil
 		}
 		if err := fleet.Advance(step); err != nil {
-			return res, fmt.Errorf("simulated hardware failed to advance: %w", err)
+			return fmt.Errorf("simulated hardware failed to advance: %w", err)
 		}
-		if err := gen.Step(); err != nil {
-			return res, fmt.Errorf("simulated workload failed: %w", err)
+		if err := r.gen.Step(); err != nil {
+			return fmt.Errorf("simulated workload failed: %w", err)
 		}
-		if err := jobs.write(fleet); err != nil {
-			return res, err
+		if err := r.jobs.write(fleet); err != nil {
+			return err
 		}
-		p.control(pl.take())
+		p.control(r.pl.take())
 		elapsed += step
 		tick++
-		for _, na := range agents.nodes {
-			if !na.downUntil.IsZero() && !fleet.Now().Before(na.downUntil) {
-				if err := agents.boot(na, fleet.Now()); err != nil {
-					return res, err
-				}
-				for i := range res.Drain.Reboots {
-					if r := &res.Drain.Reboots[i]; r.Node == na.node.Name() && r.Up.IsZero() {
-						r.Up = fleet.Now()
-					}
-				}
-				p.control([]ctlLine{{at: fleet.Now(), node: na.node.Name(),
-					text: "the simulated node is back: every GPU reset, a new agent on a new boot"}})
-			}
+		if err := r.bootRebooted(); err != nil {
+			return err
 		}
 		// A full cycle every FullEvery ticks, and at the very end so that the final
 		// summary has every field fresh.
-		cycle(tick%o.FullEvery == 0 || (o.Duration > 0 && elapsed >= o.Duration))
-		if err := sync(); err != nil {
-			return res, err
+		r.cycle(tick%o.FullEvery == 0 || (o.Duration > 0 && elapsed >= o.Duration))
+		if err := r.sync(); err != nil {
+			return err
 		}
 	}
-	res.Simulated = fleet.Now().Sub(fleet.Start())
+}
+
+// cycle runs one agent cycle on every node that is up and prints what changed.
+func (r *run) cycle(full bool) {
+	evs, d := r.agents.collect(r.ctx, full)
+	r.res.Events = append(r.res.Events, evs...)
+	r.res.AgentCPU += d
+	if full {
+		r.res.FullCycles += len(r.agents.up())
+		r.res.acct.add(r.agents.views(), r.fleet.Now())
+	} else {
+		r.res.HealthCycles += len(r.agents.up())
+	}
+	r.p.events(evs)
+}
+
+// sync prints what the server's controllers did since the last call, and
+// reboots the simulated nodes whose reboot the actuator accepted.
+func (r *run) sync() error {
+	now := r.fleet.Now()
+	lines, reboots, err := r.cp.sync(r.ctx, r.agents, now)
+	r.p.control(lines)
+	for _, node := range reboots {
+		if na := r.agents.byName[node]; na != nil && na.a != nil {
+			r.agents.reboot(na, now)
+			r.res.Drain.Reboots = append(r.res.Drain.Reboots, Reboot{Node: node, Down: now})
+			r.p.control([]ctlLine{{at: now, node: node,
+				text: fmt.Sprintf("the simulated node reboots: its agent stops; back at %s", r.p.offset(na.downUntil))}})
+		}
+	}
+	return err
+}
+
+// bootRebooted starts a new agent on every rebooted node whose downtime is
+// over.
+func (r *run) bootRebooted() error {
+	now := r.fleet.Now()
+	for _, na := range r.agents.nodes {
+		if na.downUntil.IsZero() || now.Before(na.downUntil) {
+			continue
+		}
+		if err := r.agents.boot(na, now); err != nil {
+			return err
+		}
+		for i := range r.res.Drain.Reboots {
+			if rb := &r.res.Drain.Reboots[i]; rb.Node == na.node.Name() && rb.Up.IsZero() {
+				rb.Up = now
+			}
+		}
+		r.p.control([]ctlLine{{at: now, node: na.node.Name(),
+			text: "the simulated node is back: every GPU reset, a new agent on a new boot"}})
+	}
+	return nil
+}
+
+// collectResult fills the Result: the agents at the end, the /metrics text
+// shown, and, once the agents have shipped everything, what the store, the
+// drain controller, fair share and placement hold.
+func (r *run) collectResult() error {
+	res, agents := r.res, r.agents
+	res.Simulated = r.fleet.Now().Sub(r.fleet.Start())
 	res.Nodes = agents.views()
-	res.MetricsNode = o.ShowMetrics
+	res.MetricsNode = r.o.ShowMetrics
 	if res.MetricsNode == "" {
 		// The worst node whose agent serves: a node rebooting at the end has none.
 		var up []NodeView
@@ -419,37 +534,47 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		res.MetricsNode = worstNode(up)
 	}
+	var err error
 	if res.Metrics, err = agents.fetch(res.MetricsNode, "/metrics"); err != nil {
-		return res, err
+		return err
 	}
 	// Read back what the store holds once the agents have shipped everything, with
 	// a context of its own: ctx may be done (Ctrl-C).
-	ds.halt()
+	r.ds.halt()
 	if err := agents.drain(30 * time.Second); err != nil {
-		return res, err
+		return err
 	}
 	qctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	res.Store, err = ds.summary(qctx, fleet.Now(), res.Simulated, agents)
+	res.Store, err = r.ds.summary(qctx, r.fleet.Now(), res.Simulated, agents)
 	cancel()
 	if err != nil {
-		return res, err
+		return err
 	}
-	if res.Drain, err = cp.result(names, res.Drain.Reboots); err != nil {
-		return res, err
+	if res.Drain, err = r.cp.result(r.names, res.Drain.Reboots); err != nil {
+		return err
 	}
-	res.FairShare = finalStanding(ds, fsCfg)
-	res.Placement, res.ran = pl.res, jobs.ran
-	p.final(res, o)
-	if o.KeepServing && ctx.Err() == nil {
-		ds.run()
-		fmt.Fprintf(o.Out, "\nserving the store at %s and the agents' endpoints until interrupted (Ctrl-C)\n", ds.url)
-		if o.Serving != nil {
-			o.Serving(Serving{URL: ds.url, GrafanaTokenFile: ds.tokens.path(tokenGrafana), Start: fleet.Start(), Done: res})
-		}
-		<-ctx.Done()
+	res.FairShare = finalStanding(r.ds, r.fsCfg)
+	res.Placement, res.ran = r.pl.res, r.jobs.ran
+	return nil
+}
+
+// printFinal prints the final summary.
+func (r *run) printFinal() error {
+	r.p.final(r.res, r.o)
+	return nil
+}
+
+// keepServing, with KeepServing, restarts the server's loops and serves until
+// ctx is done.
+func (r *run) keepServing() error {
+	if !r.o.KeepServing || r.ctx.Err() != nil {
+		return nil
 	}
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		return res, err
+	r.ds.run()
+	fmt.Fprintf(r.o.Out, "\nserving the store at %s and the agents' endpoints until interrupted (Ctrl-C)\n", r.ds.url)
+	if r.o.Serving != nil {
+		r.o.Serving(Serving{URL: r.ds.url, GrafanaTokenFile: r.ds.tokens.path(tokenGrafana), Start: r.fleet.Start(), Done: r.res})
 	}
-	return res, nil
+	<-r.ctx.Done()
+	return nil
 }

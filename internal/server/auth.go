@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
@@ -72,7 +73,7 @@ func (s *Server) bodyLimit(r *http.Request) int64 {
 	case agentWrites[p]:
 		return s.opts.Limits.MaxBodyBytes
 	case p == APIPrefix+"/health":
-		return maxReport
+		return drain.MaxReportBytes
 	case strings.HasPrefix(p, APIPrefix+"/extender/"):
 		return 64 << 20
 	default:
@@ -133,20 +134,4 @@ func refuseBoundProxyWrites(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// actor names the caller for the audit log: the token's name, and the user
-// the client said it acts for when that differs ("ops-cli (as alice)").
-func actor(r *http.Request, claimed string) string {
-	id := auth.FromContext(r.Context())
-	if id == nil {
-		if claimed == "" {
-			return "unknown"
-		}
-		return claimed
-	}
-	if claimed == "" || claimed == id.Name {
-		return id.Name
-	}
-	return id.Name + " (as " + claimed + ")"
 }

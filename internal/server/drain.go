@@ -1,21 +1,14 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/gpuwatch/gpuwatch/internal/httpjson"
-	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 )
 
@@ -35,9 +28,6 @@ type DrainOptions struct {
 	// Clock; nil is Options.Clock (itself time.Now when nil).
 	Clock func() time.Time
 }
-
-// maxReport bounds a pushed health report.
-const maxReport = 4 << 20
 
 func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error {
 	d := s.opts.Drain
@@ -66,128 +56,7 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 		c.Close()
 		return err
 	}
-
-	mux.HandleFunc("POST "+APIPrefix+"/health", func(w http.ResponseWriter, r *http.Request) {
-		var rep healthreport.Report
-		if err := json.NewDecoder(io.LimitReader(r.Body, maxReport)).Decode(&rep); err != nil {
-			httpjson.Error(w, http.StatusBadRequest, "health report: "+err.Error())
-			return
-		}
-		if rep.Node == "" {
-			httpjson.Error(w, http.StatusBadRequest, "health report: node is empty")
-			return
-		}
-		if err := drain.CheckNodeName(rep.Node); err != nil {
-			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("health report: node %q: %v", rep.Node, err))
-			return
-		}
-		if id := auth.FromContext(r.Context()); id != nil && !id.AllowsNode(rep.Node) {
-			auth.Forbidden(w, fmt.Sprintf("health report for %s: token %s is bound to nodes %s", rep.Node, id.Name, strings.Join(id.Nodes, ",")))
-			return
-		}
-		if !rep.State.Valid() {
-			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("health report from %s: state %d is not a health state", rep.Node, int(rep.State)))
-			return
-		}
-		c.Observe(rep)
-		w.WriteHeader(http.StatusAccepted)
-	})
-	mux.HandleFunc("GET "+APIPrefix+"/nodes", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusOK, map[string]any{"nodes": c.Nodes(), "budget": c.Budget()})
-	})
-	mux.HandleFunc("GET "+APIPrefix+"/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := c.Node(r.PathValue("node"))
-		if !ok {
-			httpjson.Error(w, http.StatusNotFound, fmt.Sprintf("node %q has not reported and was never drained through gpuwatch", r.PathValue("node")))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, n)
-	})
-	mux.HandleFunc("GET "+APIPrefix+"/exclusions", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusOK, map[string]any{"exclusions": c.Exclusions()})
-	})
-	mux.HandleFunc("GET "+APIPrefix+"/budget", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusOK, c.Budget())
-	})
-	mux.HandleFunc("GET "+APIPrefix+"/audit", func(w http.ResponseWriter, r *http.Request) {
-		var since time.Time
-		if v := r.URL.Query().Get("since"); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("since %q: want RFC 3339 time", v))
-				return
-			}
-			since = t
-		}
-		limit := 1000
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want a positive number", v))
-				return
-			}
-			limit = n
-		}
-		recs, err := c.Audit(since, limit)
-		if err != nil {
-			httpjson.Error(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		httpjson.Write(w, http.StatusOK, map[string]any{"audit": recs})
-	})
-	type manual struct {
-		Node   string `json:"node"`
-		Reason string `json:"reason"`
-		User   string `json:"user"`
-	}
-	decode := func(w http.ResponseWriter, r *http.Request) (manual, bool) {
-		var m manual
-		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err == nil {
-			err = httpjson.DecodeStrict(data, &m)
-		}
-		if err != nil {
-			httpjson.Error(w, http.StatusBadRequest, "request: "+err.Error()+` (want {"node": …, "reason": …, "user": …})`)
-			return m, false
-		}
-		m.User = actor(r, m.User)
-		return m, true
-	}
-	mux.HandleFunc("POST "+APIPrefix+"/drain", func(w http.ResponseWriter, r *http.Request) {
-		m, ok := decode(w, r)
-		if !ok {
-			return
-		}
-		if err := c.ManualDrain(m.Node, m.Reason, m.User); err != nil {
-			httpjson.Error(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		n, _ := c.Node(m.Node)
-		httpjson.Write(w, http.StatusAccepted, n)
-	})
-	mux.HandleFunc("POST "+APIPrefix+"/resume", func(w http.ResponseWriter, r *http.Request) {
-		m, ok := decode(w, r)
-		if !ok {
-			return
-		}
-		if err := c.ManualResume(m.Node, m.User); err != nil {
-			httpjson.Error(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		n, _ := c.Node(m.Node)
-		httpjson.Write(w, http.StatusAccepted, n)
-	})
-	mux.HandleFunc("POST "+APIPrefix+"/budget/reset", func(w http.ResponseWriter, r *http.Request) {
-		m, ok := decode(w, r)
-		if !ok {
-			return
-		}
-		if err := c.ResetBudget(m.User); err != nil {
-			httpjson.Error(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		httpjson.Write(w, http.StatusOK, c.Budget())
-	})
+	c.Register(mux, APIPrefix)
 	return nil
 }
 

@@ -184,11 +184,35 @@ func cut(s string, n int) string {
 
 // LogActuator does nothing but write what it would do, one line per call, to W, and
 // remembers which nodes it drained so State answers like a scheduler would. It is
-// what `gpuwatch demo` and `--actuator log` use.
+// what `gpuwatch demo` and `--actuator log` use. OnCall gives each call, typed, to
+// a callback too (the demo's live output).
 type LogActuator struct {
 	mu      sync.Mutex
 	w       io.Writer
 	drained map[string]string
+	onCall  func(LogCall)
+}
+
+// LogCall is one call a LogActuator took.
+type LogCall struct {
+	Action string   // drain, reboot, resume or evacuate
+	Node   string   // as the controller named it
+	Reason string   // drain and reboot
+	Work   []string // evacuate: the work it would stop, sorted
+}
+
+// String is the line the LogActuator writes for the call ("drain node-07
+// reason=…").
+func (c LogCall) String() string {
+	switch c.Action {
+	case "drain":
+		return fmt.Sprintf("drain %s reason=%q", c.Node, c.Reason)
+	case "reboot":
+		return fmt.Sprintf("reboot %s reason=%q (then resume)", c.Node, c.Reason)
+	case "evacuate":
+		return fmt.Sprintf("evacuate %s work=%s", c.Node, strings.Join(c.Work, ","))
+	}
+	return c.Action + " " + c.Node
 }
 
 // NewLogActuator returns a LogActuator writing to w.
@@ -196,8 +220,21 @@ func NewLogActuator(w io.Writer) *LogActuator {
 	return &LogActuator{w: w, drained: map[string]string{}}
 }
 
-func (a *LogActuator) printf(format string, args ...any) error {
-	_, err := fmt.Fprintf(a.w, format+"\n", args...)
+// OnCall makes the LogActuator call f with every call it takes, after writing
+// its line (under the actuator's lock: f must not call the actuator). Set it
+// before the controller runs.
+func (a *LogActuator) OnCall(f func(LogCall)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onCall = f
+}
+
+// took writes the call's line and tells OnCall's callback (a.mu held).
+func (a *LogActuator) took(c LogCall) error {
+	_, err := fmt.Fprintln(a.w, c.String())
+	if a.onCall != nil {
+		a.onCall(c)
+	}
 	if err != nil {
 		return fmt.Errorf("log actuator: %w", err)
 	}
@@ -209,7 +246,7 @@ func (a *LogActuator) Drain(_ context.Context, node, reason string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.drained[node] = reason
-	return a.printf("drain %s reason=%q", node, reason)
+	return a.took(LogCall{Action: "drain", Node: node, Reason: reason})
 }
 
 // Reboot writes "reboot NODE reason=…"; the node counts as drained until Resume.
@@ -217,7 +254,7 @@ func (a *LogActuator) Reboot(_ context.Context, node, reason string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.drained[node] = reason
-	return a.printf("reboot %s reason=%q (then resume)", node, reason)
+	return a.took(LogCall{Action: "reboot", Node: node, Reason: reason})
 }
 
 // Resume writes "resume NODE".
@@ -225,7 +262,7 @@ func (a *LogActuator) Resume(_ context.Context, node string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.drained, node)
-	return a.printf("resume %s", node)
+	return a.took(LogCall{Action: "resume", Node: node})
 }
 
 // Evacuate writes "evacuate NODE work=…".
@@ -234,7 +271,7 @@ func (a *LogActuator) Evacuate(_ context.Context, node string, work []string) er
 	defer a.mu.Unlock()
 	w := slices.Clone(work)
 	slices.Sort(w)
-	return a.printf("evacuate %s work=%s", node, strings.Join(w, ","))
+	return a.took(LogCall{Action: "evacuate", Node: node, Work: w})
 }
 
 // State answers from what the LogActuator was told.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,24 +22,6 @@ import (
 
 const n1 = "node1"
 
-// step is one report from node1 (after advancing the clock), then one worker pass.
-type step struct {
-	after time.Duration
-	conds []telemetry.Condition
-	gpus  int // GPUs in the report; 0 means 8
-	want  telemetry.State
-}
-
-func repeat(n int, s step) []step {
-	out := make([]step, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
-
-func seq(parts ...[]step) []step { return slices.Concat(parts...) }
-
 var (
 	H  = telemetry.StateHealthy
 	S  = telemetry.StateSuspect
@@ -47,177 +30,8 @@ var (
 	P  = telemetry.StateProbation
 )
 
-func TestStateMachine(t *testing.T) {
-	fatal := []telemetry.Condition{xid79(n1, 3)}
-	crit := []telemetry.Condition{remapPending(n1, 5)}
-	warn := []telemetry.Condition{sbe(n1, 2)}
-	tests := []struct {
-		name  string
-		steps []step
-		calls []string // successful actuator calls, "method reason"
-		excl  int      // GPU exclusions at the end
-	}{
-		{
-			name:  "fatal reboots at once, stays drained while the fault persists",
-			steps: seq([]step{{after: time.Second, conds: fatal, want: D}}, repeat(10, step{after: time.Minute, conds: fatal, want: D})),
-			calls: []string{"reboot gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM"},
-		},
-		{
-			// Observations 3: two reports leave the node suspect, the third drains.
-			name: "critical waits for 3 observations",
-			steps: []step{
-				{after: time.Second, conds: crit, want: S},
-				{after: time.Second, conds: crit, want: S},
-				{after: time.Second, conds: crit, want: D},
-			},
-			calls: []string{"drain gpuwatch: row-remap-pending gpu=" + uuid(5) + " action=RESET_GPU"},
-		},
-		{
-			// For 30s: the second report comes 31 s after the first.
-			name: "critical acts after 30s even with fewer observations",
-			steps: []step{
-				{after: time.Second, conds: crit, want: S},
-				{after: 31 * time.Second, conds: crit, want: D},
-			},
-			calls: []string{"drain gpuwatch: row-remap-pending gpu=" + uuid(5) + " action=RESET_GPU"},
-		},
-		{
-			// Present, absent, present…: never 3 in a row nor 30 s in a run, and
-			// never 5 clean reports in a row either: the node stays suspect.
-			name: "flapping critical never drains and never flaps the node",
-			steps: seq(
-				repeat(1, step{after: time.Second, conds: crit, want: S}),
-				slices.Repeat([]step{{after: 10 * time.Second, want: S}, {after: 10 * time.Second, conds: crit, want: S}}, 30),
-			),
-		},
-		{
-			// Two on, one off: runs of 2 observations 10 s apart never reach 3 or 30 s.
-			name: "flapping 2-on-1-off stays suspect",
-			steps: slices.Repeat([]step{
-				{after: 10 * time.Second, conds: crit, want: S},
-				{after: 10 * time.Second, conds: crit, want: S},
-				{after: 10 * time.Second, want: S},
-			}, 20),
-		},
-		{
-			name: "suspect clears only after 5 clean reports and 10 minutes",
-			steps: seq(
-				[]step{{after: time.Second, conds: crit, want: S}},
-				repeat(4, step{after: 5 * time.Minute, want: S}), // 4 clean reports over 20 min
-				[]step{{after: time.Minute, want: H}},            // the fifth
-			),
-		},
-		{
-			name: "warning excludes the GPU only",
-			steps: seq(
-				repeat(3, step{after: time.Second, conds: warn, want: S}),
-				repeat(10, step{after: time.Minute, conds: warn, want: S}),
-			),
-			excl: 1,
-		},
-		{
-			name: "exclusion lifts after the sticky window",
-			steps: seq(
-				repeat(3, step{after: time.Second, conds: warn, want: S}),
-				repeat(4, step{after: time.Minute, want: S}),
-				[]step{{after: 7 * time.Minute, want: H}}, // 10 min after the first clean report
-			),
-		},
-		{
-			// Drained at once; the fault clears (a reboot); 30 min of clean reports
-			// every minute; the 31st minute's report resumes the node.
-			name: "probation then resume",
-			steps: seq(
-				[]step{{after: time.Second, conds: fatal, want: D}},
-				[]step{{after: time.Minute, want: P}},
-				repeat(29, step{after: time.Minute, want: P}),
-				[]step{{after: time.Minute, want: H}},
-			),
-			calls: []string{"reboot gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM", "resume gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM"},
-		},
-		{
-			name: "relapse during probation goes back to drained without a second drain",
-			steps: seq(
-				[]step{{after: time.Second, conds: crit, want: S}, {after: time.Second, conds: crit, want: S}, {after: time.Second, conds: crit, want: D}},
-				repeat(10, step{after: time.Minute, want: P}),
-				[]step{{after: time.Minute, conds: crit, want: D}},
-				repeat(5, step{after: time.Minute, conds: crit, want: D}),
-			),
-			calls: []string{"drain gpuwatch: row-remap-pending gpu=" + uuid(5) + " action=RESET_GPU"},
-		},
-		{
-			name: "a report gap restarts probation",
-			steps: seq(
-				[]step{{after: time.Second, conds: fatal, want: D}},
-				repeat(20, step{after: time.Minute, want: P}),
-				[]step{{after: 10 * time.Minute, want: P}},    // gap: probation restarts here
-				repeat(29, step{after: time.Minute, want: P}), // 29 min after the restart
-				[]step{{after: time.Minute, want: H}},
-			),
-			calls: []string{"reboot gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM", "resume gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM"},
-		},
-		{
-			name: "gpu-count check holds a node that came back with a GPU missing",
-			steps: seq(
-				[]step{{after: time.Second, conds: fatal, want: D}},
-				repeat(40, step{after: time.Minute, gpus: 7, want: P}),
-				[]step{{after: time.Minute, want: H}},
-			),
-			calls: []string{"reboot gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM", "resume gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM"},
-		},
-		{
-			name: "no-warnings check holds a node with a warning left",
-			steps: seq(
-				[]step{{after: time.Second, conds: fatal, want: D}},
-				repeat(40, step{after: time.Minute, conds: warn, want: P}),
-			),
-			calls: []string{"reboot gpuwatch: xid79 gpu=" + uuid(3) + " action=RESTART_BM"},
-			excl:  1,
-		},
-		{
-			// A port that was ACTIVE and is down is a discrete event: no hysteresis.
-			name: "node-level critical (IB port down) drains at once with the port in the reason",
-			steps: []step{
-				{after: time.Second, conds: []telemetry.Condition{ibDown(n1)}, want: D},
-				{after: time.Second, conds: []telemetry.Condition{ibDown(n1)}, want: D},
-			},
-			calls: []string{"drain gpuwatch: ib-down port=mlx5_0/1 action=CHECK_MECHANICALS"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, nil)
-			for i, s := range tc.steps {
-				h.clk.add(s.after)
-				g := s.gpus
-				if g == 0 {
-					g = 8
-				}
-				h.c.Observe(reportN(n1, h.clk.now(), g, s.conds...))
-				h.process()
-				if got := h.state(n1); got != s.want {
-					t.Fatalf("step %d (%s): state %s, want %s", i, h.clk.now().Sub(t0), got, s.want)
-				}
-			}
-			var got []string
-			for _, c := range h.act.calls {
-				if !c.Failed && c.Method != "evacuate" {
-					got = append(got, c.Method+" "+c.Reason)
-				}
-			}
-			if !slices.Equal(got, tc.calls) {
-				t.Fatalf("actuator calls\n got %q\nwant %q", got, tc.calls)
-			}
-			if ex := h.c.Exclusions(); countGPU(ex) != tc.excl {
-				t.Fatalf("exclusions %+v, want %d GPU exclusions", ex, tc.excl)
-			}
-			h.checkTransitions()
-			if len(h.act.violations) > 0 {
-				t.Fatalf("violations: %v", h.act.violations)
-			}
-		})
-	}
-}
+// The state machine's cases (hysteresis, flapping, exclusions, probation and
+// its checks, relapse) are data: testdata/scenarios, played by TestScenarios.
 
 func countGPU(ex []Exclusion) int {
 	n := 0
@@ -885,6 +699,8 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 func TestLogActuator(t *testing.T) {
 	var b strings.Builder
 	a := NewLogActuator(&b)
+	var calls []LogCall
+	a.OnCall(func(c LogCall) { calls = append(calls, c) })
 	ctx := context.Background()
 	a.Drain(ctx, n1, "gpuwatch: xid79")
 	if d, r, _ := a.State(ctx, n1); !d || r != "gpuwatch: xid79" {
@@ -896,6 +712,18 @@ func TestLogActuator(t *testing.T) {
 	want := "drain node1 reason=\"gpuwatch: xid79\"\nevacuate node1 work=a/p,b/p\nresume node1\nreboot n2 reason=\"gpuwatch: x\" (then resume)\n"
 	if b.String() != want {
 		t.Fatalf("%q", b.String())
+	}
+	wantCalls := []LogCall{{Action: "drain", Node: n1, Reason: "gpuwatch: xid79"}, {Action: "evacuate", Node: n1, Work: []string{"a/p", "b/p"}},
+		{Action: "resume", Node: n1}, {Action: "reboot", Node: "n2", Reason: "gpuwatch: x"}}
+	if !reflect.DeepEqual(calls, wantCalls) {
+		t.Fatalf("OnCall saw %+v, want %+v", calls, wantCalls)
+	}
+	var lines strings.Builder
+	for _, c := range calls {
+		lines.WriteString(c.String() + "\n")
+	}
+	if lines.String() != want {
+		t.Fatalf("LogCall.String: %q, want the lines written", lines.String())
 	}
 	if d, _, _ := a.State(ctx, n1); d {
 		t.Fatal("state after resume")

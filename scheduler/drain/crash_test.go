@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/atomicfile"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -390,7 +391,7 @@ func checkAfterCrash(t *testing.T, tc crashCase) {
 	if wantUsed := map[bool]int{true: 0, false: 1}[tc.Scenario == "manual"]; b.Used != wantUsed {
 		t.Errorf("budget used %d, want %d", b.Used, wantUsed)
 	}
-	if tmps, _ := filepath.Glob(filepath.Join(dir, StateFileName+tmpSuffix+"*")); len(tmps) != 0 {
+	if tmps, _ := filepath.Glob(filepath.Join(dir, StateFileName+atomicfile.TempSuffix+"*")); len(tmps) != 0 {
 		t.Errorf("temporary state files left: %v", tmps)
 	}
 }
@@ -442,7 +443,7 @@ func (a *fileActuator) set(node, reason string, drained bool) error {
 		}
 		return nil
 	}
-	return os.WriteFile(path, []byte(reason), 0o600) // not writeFileAtomic: its crash point is the controller's
+	return os.WriteFile(path, []byte(reason), 0o600) // not writeState: its crash point is the controller's
 }
 
 func (a *fileActuator) state(node string) (bool, string) {

@@ -1,20 +1,19 @@
 package drain
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpuwatch/gpuwatch/internal/yamlfile"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -299,27 +298,9 @@ func (p *Policy) Validate() error {
 	return errors.Join(errs...)
 }
 
-// PolicyError is one problem in a policy file, with where it is.
-type PolicyError struct {
-	File string // the name given to ParsePolicy
-	Line int    // 1-based; 0 when the problem is the file as a whole
-	Path string // the field, e.g. "rules[2].mode"
-	Msg  string
-}
-
-func (e *PolicyError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path + ": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+// PolicyError is one problem in a policy file, with where it is
+// (FILE:LINE: FIELD: problem).
+type PolicyError = yamlfile.Error
 
 // LoadPolicy reads and validates a policy file.
 func LoadPolicy(path string) (*Policy, error) {
@@ -333,446 +314,223 @@ func LoadPolicy(path string) (*Policy, error) {
 // maxPolicy bounds a policy file.
 const maxPolicy = 1 << 20
 
+// policyFile is the policy as written (internal/yamlfile decodes it).
+type policyFile struct {
+	DryRun     bool `yaml:"dry_run"`
+	Hysteresis struct {
+		Observations      int           `yaml:"observations"`
+		For               time.Duration `yaml:"for"`
+		ClearObservations int           `yaml:"clear_observations"`
+		ClearAfter        time.Duration `yaml:"clear_after"`
+	} `yaml:"hysteresis"`
+	Budget struct {
+		Max       budgetMax     `yaml:"max"`
+		Min       int           `yaml:"min"`
+		Window    time.Duration `yaml:"window"`
+		AutoReset bool          `yaml:"auto_reset"`
+	} `yaml:"budget"`
+	Probation struct {
+		Duration     time.Duration `yaml:"duration"`
+		MaxReportGap time.Duration `yaml:"max_report_gap"`
+		Checks       []Check       `yaml:"checks"`
+	} `yaml:"probation"`
+	Retry struct {
+		Initial time.Duration `yaml:"initial"`
+		Max     time.Duration `yaml:"max"`
+	} `yaml:"retry"`
+	Rules []ruleFile `yaml:"rules"`
+}
+
+type ruleFile struct {
+	Name  string `yaml:"name"`
+	Match struct {
+		Kinds      []telemetry.ConditionKind `yaml:"kinds"`
+		Severities []telemetry.Severity      `yaml:"severities"`
+		Actions    []telemetry.Action        `yaml:"actions"`
+		Xids       []xidNumber               `yaml:"xids"`
+		Scopes     []telemetry.Scope         `yaml:"scopes"`
+	} `yaml:"match"`
+	Mode      Mode `yaml:"mode"`
+	Immediate bool `yaml:"immediate"`
+}
+
+// budgetMax is budget.max: a share ("10%") or a count of nodes (3).
+type budgetMax struct {
+	share float64
+	count int // -1: the share
+}
+
+func (b *budgetMax) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return errors.New("want a share like \"10%\" or a count of nodes like 3")
+	}
+	s := n.Value
+	if pct, isPct := strings.CutSuffix(strings.TrimSpace(s), "%"); isPct {
+		v, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+		if err != nil || math.IsNaN(v) || v <= 0 || v > 100 {
+			return fmt.Errorf("%q is not a share in (0%%, 100%%]", s)
+		}
+		b.share, b.count = v/100, -1
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q is neither a share like \"10%%\" nor a count of nodes like 3", s)
+	}
+	b.count, b.share = v, 0
+	return nil
+}
+
+// xidNumber is an Xid in a rule's match.
+type xidNumber int
+
+func (x *xidNumber) UnmarshalYAML(n *yaml.Node) error {
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || v <= 0 || v > 1_000_000 {
+		return fmt.Errorf("%q is not an Xid number", n.Value)
+	}
+	*x = xidNumber(v)
+	return nil
+}
+
 // ParsePolicy reads a policy document; name is used in errors (a file name). Fields
 // left out keep DefaultPolicy's values, except rules: a file that has rules replaces
 // the default rules as a whole. Every problem found is returned (errors.Join of
 // *PolicyError), each naming the file, the line and the field.
 func ParsePolicy(name string, data []byte) (*Policy, error) {
-	if len(data) > maxPolicy {
-		return nil, &PolicyError{File: name, Msg: fmt.Sprintf("file is %d bytes, more than the %d a policy may have", len(data), maxPolicy)}
+	doc, err := yamlfile.Parse(name, data, maxPolicy)
+	if err != nil {
+		return nil, err
 	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return DefaultPolicy(), nil // an empty file is the default policy
-		}
-		return nil, &PolicyError{File: name, Line: yamlErrLine(data, err), Msg: "invalid YAML: " + stripLine(err.Error())}
+	def := DefaultPolicy()
+	var f policyFile
+	f.DryRun = def.DryRun
+	f.Hysteresis.Observations, f.Hysteresis.For = def.Hysteresis.Observations, def.Hysteresis.For
+	f.Hysteresis.ClearObservations, f.Hysteresis.ClearAfter = def.Hysteresis.ClearObservations, def.Hysteresis.ClearAfter
+	f.Budget.Max = budgetMax{share: def.Budget.Share, count: def.Budget.Count}
+	f.Budget.Min, f.Budget.Window, f.Budget.AutoReset = def.Budget.Min, def.Budget.Window, def.Budget.AutoReset
+	f.Probation.Duration, f.Probation.MaxReportGap, f.Probation.Checks = def.Probation.Duration, def.Probation.MaxReportGap, def.Probation.Checks
+	f.Retry.Initial, f.Retry.Max = def.Retry.Initial, def.Retry.Max
+	doc.Decode(&f)
+	if doc.Empty() {
+		return def, nil // an empty file is the default policy
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &PolicyError{File: name, Line: extra.Line, Msg: "more than one YAML document; a policy is one"}
+	pol := &Policy{
+		DryRun: f.DryRun,
+		Hysteresis: Hysteresis{Observations: f.Hysteresis.Observations, For: f.Hysteresis.For,
+			ClearObservations: f.Hysteresis.ClearObservations, ClearAfter: f.Hysteresis.ClearAfter},
+		Budget: Budget{Share: f.Budget.Max.share, Count: f.Budget.Max.count, Min: f.Budget.Min, Window: f.Budget.Window,
+			AutoReset: f.Budget.AutoReset},
+		Probation: Probation{Duration: f.Probation.Duration, MaxReportGap: f.Probation.MaxReportGap, Checks: f.Probation.Checks},
+		Retry:     Retry{Initial: f.Retry.Initial, Max: f.Retry.Max},
+		Rules:     def.Rules,
 	}
-	p := &parser{file: name, pol: DefaultPolicy()}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	p.top(root)
-	if len(p.errs) == 0 {
-		// Anything the line-aware checks above missed.
-		if err := p.pol.Validate(); err != nil {
-			p.errs = append(p.errs, &PolicyError{File: name, Msg: err.Error()})
-		}
-	}
-	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
-	}
-	return p.pol, nil
-}
-
-// yamlErrLine finds the line of a yaml.v3 error: the "line N" it gives; for a
-// byte its reader refuses (a control character, bad UTF-8), the line of the
-// first such byte; for an unknown anchor, the line of its first use. yaml.v3
-// leaves the line out of a syntax error exactly when the problem is on the
-// first line (its marks count from 0, and 0 means "none"), so such an error is
-// on line 1. Errors about the document as a whole (aliasing) have no line (0).
-func yamlErrLine(data []byte, err error) int {
-	s := err.Error()
-	if i := strings.Index(s, "line "); i >= 0 {
-		j := i + len("line ")
-		k := j
-		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
-			k++
-		}
-		if n, err := strconv.Atoi(s[j:k]); err == nil && n > 0 {
-			return n
-		}
-	}
-	lineAt := func(off int) int { return 1 + bytes.Count(data[:off], []byte("\n")) }
-	switch {
-	case strings.Contains(s, "control characters") || strings.Contains(s, "UTF-8") || strings.Contains(s, "UTF-16"):
-		for off := 0; off < len(data); {
-			r, size := utf8.DecodeRune(data[off:])
-			if (r == utf8.RuneError && size <= 1) || !yamlPrintable(r) {
-				return lineAt(off)
-			}
-			off += size
-		}
-		return 0
-	case strings.Contains(s, "unknown anchor '"):
-		name := s[strings.Index(s, "unknown anchor '")+len("unknown anchor '"):]
-		name, _, _ = strings.Cut(name, "'")
-		if off := bytes.Index(data, []byte("*"+name)); off >= 0 {
-			return lineAt(off)
-		}
-		return 0
-	case strings.Contains(s, "aliasing") || strings.Contains(s, "contains itself") || strings.Contains(s, "past the end"):
-		return 0
-	}
-	return 1
-}
-
-// yamlPrintable is the YAML 1.2 printable set (and the byte-order mark, which
-// yaml.v3 skips).
-func yamlPrintable(r rune) bool {
-	return r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0x7e) || r == 0x85 ||
-		(r >= 0xa0 && r <= 0xd7ff) || (r >= 0xe000 && r <= 0xfffd) || (r >= 0x10000 && r <= 0x10ffff)
-}
-
-// stripLine drops yaml.v3's "yaml: line N: " so the line is said once.
-func stripLine(s string) string {
-	s = strings.TrimPrefix(s, "yaml: ")
-	if strings.HasPrefix(s, "line ") {
-		if i := strings.Index(s, ": "); i >= 0 {
-			return s[i+2:]
-		}
-	}
-	return s
-}
-
-// parser walks the YAML tree, so every error can name its line.
-type parser struct {
-	file string
-	pol  *Policy
-	errs []error
-}
-
-const maxErrors = 20
-
-func (p *parser) fail(n *yaml.Node, path, format string, a ...any) {
-	if len(p.errs) >= maxErrors {
-		return
-	}
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	p.errs = append(p.errs, &PolicyError{File: p.file, Line: line, Path: path, Msg: fmt.Sprintf(format, a...)})
-}
-
-// fields iterates a mapping, reporting keys that are not in allowed and duplicates.
-func (p *parser) fields(n *yaml.Node, path string, allowed []string, f func(key string, v *yaml.Node)) {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		p.fail(n, path, "want a mapping with keys %s, got %s", strings.Join(allowed, ", "), nodeKind(n))
-		return
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		key := k.Value
-		sub := joinPath(path, key)
-		switch {
-		case k.Kind != yaml.ScalarNode:
-			p.fail(k, path, "a key must be a plain name")
-		case !slices.Contains(allowed, key):
-			p.fail(k, sub, "unknown field (want one of %s)", strings.Join(allowed, ", "))
-		case seen[key]:
-			p.fail(k, sub, "given twice")
-		default:
-			seen[key] = true
-			f(key, v)
-		}
-	}
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func nodeKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "nothing"
-}
-
-func (p *parser) scalar(n *yaml.Node, path string) (string, bool) {
-	if n.Kind != yaml.ScalarNode {
-		p.fail(n, path, "want a single value, got %s", nodeKind(n))
-		return "", false
-	}
-	return n.Value, true
-}
-
-func (p *parser) boolean(n *yaml.Node, path string, dst *bool) {
-	s, ok := p.scalar(n, path)
-	if !ok {
-		return
-	}
-	switch s {
-	case "true":
-		*dst = true
-	case "false":
-		*dst = false
-	default:
-		p.fail(n, path, "%q is not true or false", s)
-	}
-}
-
-func (p *parser) integer(n *yaml.Node, path string, lo int, dst *int) {
-	s, ok := p.scalar(n, path)
-	if !ok {
-		return
-	}
-	v, err := strconv.Atoi(s)
-	switch {
-	case err != nil:
-		p.fail(n, path, "%q is not a whole number", s)
-	case v < lo:
-		p.fail(n, path, "%d is below %d", v, lo)
-	case v > 1_000_000:
-		p.fail(n, path, "%d is implausibly large", v)
-	default:
-		*dst = v
-	}
-}
-
-func (p *parser) duration(n *yaml.Node, path string, positive bool, dst *time.Duration) {
-	s, ok := p.scalar(n, path)
-	if !ok {
-		return
-	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		p.fail(n, path, "%q is not a duration (write e.g. 30s, 10m, 1h)", s)
-	case d < 0, positive && d == 0:
-		p.fail(n, path, "%s must be positive", s)
-	default:
-		*dst = d
-	}
-}
-
-func (p *parser) list(n *yaml.Node, path string, f func(i int, v *yaml.Node)) {
-	if n.Kind != yaml.SequenceNode {
-		p.fail(n, path, "want a list, got %s", nodeKind(n))
-		return
-	}
-	for i, v := range n.Content {
-		f(i, v)
-	}
-}
-
-func (p *parser) top(n *yaml.Node) {
-	p.fields(n, "", []string{"dry_run", "hysteresis", "budget", "probation", "retry", "rules"}, func(key string, v *yaml.Node) {
-		switch key {
-		case "dry_run":
-			p.boolean(v, key, &p.pol.DryRun)
-		case "hysteresis":
-			h := &p.pol.Hysteresis
-			p.fields(v, key, []string{"observations", "for", "clear_observations", "clear_after"}, func(k string, v *yaml.Node) {
-				path := joinPath(key, k)
-				switch k {
-				case "observations":
-					p.integer(v, path, 1, &h.Observations)
-				case "for":
-					p.duration(v, path, false, &h.For)
-				case "clear_observations":
-					p.integer(v, path, 1, &h.ClearObservations)
-				case "clear_after":
-					p.duration(v, path, false, &h.ClearAfter)
-				}
-			})
-		case "budget":
-			b := &p.pol.Budget
-			p.fields(v, key, []string{"max", "min", "window", "auto_reset"}, func(k string, v *yaml.Node) {
-				path := joinPath(key, k)
-				switch k {
-				case "max":
-					p.budgetMax(v, path, b)
-				case "min":
-					p.integer(v, path, 0, &b.Min)
-				case "window":
-					p.duration(v, path, true, &b.Window)
-				case "auto_reset":
-					p.boolean(v, path, &b.AutoReset)
-				}
-			})
-		case "probation":
-			pr := &p.pol.Probation
-			p.fields(v, key, []string{"duration", "max_report_gap", "checks"}, func(k string, v *yaml.Node) {
-				path := joinPath(key, k)
-				switch k {
-				case "duration":
-					p.duration(v, path, false, &pr.Duration)
-				case "max_report_gap":
-					p.duration(v, path, true, &pr.MaxReportGap)
-				case "checks":
-					pr.Checks = []Check{}
-					p.list(v, path, func(i int, v *yaml.Node) {
-						s, ok := p.scalar(v, fmt.Sprintf("%s[%d]", path, i))
-						if !ok {
-							return
-						}
-						if !slices.Contains(checks, Check(s)) {
-							p.fail(v, fmt.Sprintf("%s[%d]", path, i), "unknown check %q (want %s)", s, joinOr(checks))
-							return
-						}
-						pr.Checks = append(pr.Checks, Check(s))
-					})
-				}
-			})
-		case "retry":
-			r := &p.pol.Retry
-			p.fields(v, key, []string{"initial", "max"}, func(k string, v *yaml.Node) {
-				path := joinPath(key, k)
-				switch k {
-				case "initial":
-					p.duration(v, path, true, &r.Initial)
-				case "max":
-					p.duration(v, path, true, &r.Max)
-				}
-			})
-			if r.Max < r.Initial {
-				p.fail(v, key, "max %s is shorter than initial %s", r.Max, r.Initial)
-			}
-		case "rules":
-			p.pol.Rules = []Rule{}
-			names := map[string]bool{}
-			p.list(v, key, func(i int, v *yaml.Node) {
-				r, ok := p.rule(v, fmt.Sprintf("rules[%d]", i))
-				if !ok {
-					return
-				}
-				if names[r.Name] {
-					p.fail(v, fmt.Sprintf("rules[%d].name", i), "duplicate rule name %q", r.Name)
-					return
-				}
-				names[r.Name] = true
-				p.pol.Rules = append(p.pol.Rules, r)
-			})
-		}
-	})
-}
-
-func (p *parser) budgetMax(n *yaml.Node, path string, b *Budget) {
-	s, ok := p.scalar(n, path)
-	if !ok {
-		return
-	}
-	if pct, isPct := strings.CutSuffix(strings.TrimSpace(s), "%"); isPct {
-		v, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
-		if err != nil || math.IsNaN(v) || v <= 0 || v > 100 {
-			p.fail(n, path, "%q is not a share in (0%%, 100%%]", s)
-			return
-		}
-		b.Share, b.Count = v/100, -1
-		return
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v < 0 {
-		p.fail(n, path, "%q is neither a share like \"10%%\" nor a count of nodes like 3", s)
-		return
-	}
-	b.Count, b.Share = v, 0
-}
-
-func (p *parser) rule(n *yaml.Node, path string) (Rule, bool) {
-	var r Rule
-	nerr := len(p.errs)
-	hasMode := false
-	p.fields(n, path, []string{"name", "match", "mode", "immediate"}, func(k string, v *yaml.Node) {
-		sub := joinPath(path, k)
-		switch k {
-		case "name":
-			if s, ok := p.scalar(v, sub); ok {
-				if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\n\"") {
-					p.fail(v, sub, "%q is not a rule name (no blanks or quotes)", s)
-				}
-				r.Name = s
-			}
-		case "mode":
-			hasMode = true
-			if s, ok := p.scalar(v, sub); ok {
-				if !slices.Contains(modes, Mode(s)) {
-					p.fail(v, sub, "unknown mode %q (want %s)", s, joinOr(modes))
-				}
-				r.Mode = Mode(s)
-			}
-		case "immediate":
-			p.boolean(v, sub, &r.Immediate)
-		case "match":
-			p.match(v, sub, &r)
-		}
-	})
-	if n.Kind != yaml.MappingNode {
-		return r, false
-	}
-	if r.Name == "" {
-		p.fail(n, path+".name", "missing: every rule needs a name (it is written in the audit log)")
-	}
-	if !hasMode {
-		p.fail(n, path+".mode", "missing (want %s)", joinOr(modes))
-	}
-	if r.Mode != ModeIgnore && r.empty() && len(p.errs) == nerr {
-		p.fail(n, path+".match", "rule %q matches every condition: give kinds, severities, actions, xids or scopes", r.Name)
-	}
-	return r, len(p.errs) == nerr
-}
-
-func (p *parser) match(n *yaml.Node, path string, r *Rule) {
-	p.fields(n, path, []string{"kinds", "severities", "actions", "xids", "scopes"}, func(k string, v *yaml.Node) {
-		sub := joinPath(path, k)
-		p.list(v, sub, func(i int, v *yaml.Node) {
-			at := fmt.Sprintf("%s[%d]", sub, i)
-			s, ok := p.scalar(v, at)
+	checkPolicyFile(doc, &f)
+	if f.Rules != nil {
+		pol.Rules = []Rule{}
+		names := map[string]bool{}
+		for i, rf := range f.Rules {
+			r, ok := checkRule(doc, fmt.Sprintf("rules[%d]", i), rf)
 			if !ok {
-				return
+				continue
 			}
-			switch k {
-			case "kinds":
-				kind, err := telemetry.ParseConditionKind(s)
-				if err != nil {
-					p.fail(v, at, "unknown condition kind %q (want one of %s)", s, joinOr(telemetry.ConditionKinds()))
-					return
-				}
-				r.Kinds = append(r.Kinds, kind)
-			case "severities":
-				sev, err := telemetry.ParseSeverity(s)
-				if err != nil {
-					p.fail(v, at, "%v", err)
-					return
-				}
-				r.Severities = append(r.Severities, sev)
-			case "actions":
-				a := telemetry.Action(s)
-				if !a.Known() || a == telemetry.ActionNone {
-					p.fail(v, at, "unknown action %q (want an Xid Catalog action such as RESET_GPU, RESTART_BM, DRAIN_AND_RESET)", s)
-					return
-				}
-				r.Actions = append(r.Actions, a)
-			case "xids":
-				x, err := strconv.Atoi(s)
-				if err != nil || x <= 0 || x > 1_000_000 {
-					p.fail(v, at, "%q is not an Xid number", s)
-					return
-				}
-				r.Xids = append(r.Xids, x)
-			case "scopes":
-				sc := telemetry.Scope(s)
-				all := []telemetry.Scope{telemetry.ScopeNode, telemetry.ScopeGPU, telemetry.ScopeNVLink, telemetry.ScopeNVSwitch, telemetry.ScopeIBPort}
-				if !slices.Contains(all, sc) {
-					p.fail(v, at, "unknown scope %q (want %s)", s, joinOr(all))
-					return
-				}
-				r.Scopes = append(r.Scopes, sc)
+			if names[r.Name] {
+				doc.Errorf(fmt.Sprintf("rules[%d].name", i), "duplicate rule name %q", r.Name)
+				continue
 			}
-		})
-	})
+			names[r.Name] = true
+			pol.Rules = append(pol.Rules, r)
+		}
+	}
+	if doc.Err() == nil {
+		// Anything the line-aware checks above missed.
+		if err := pol.Validate(); err != nil {
+			return nil, &PolicyError{File: name, Msg: err.Error()}
+		}
+	}
+	if err := doc.Err(); err != nil {
+		return nil, err
+	}
+	return pol, nil
+}
+
+// checkPolicyFile checks the settings of a decoded policy file, each problem
+// at its line.
+func checkPolicyFile(doc *yamlfile.Doc, f *policyFile) {
+	atLeast := func(path string, v, lo int) {
+		switch {
+		case v < lo:
+			doc.Errorf(path, "%d is below %d", v, lo)
+		case v > 1_000_000:
+			doc.Errorf(path, "%d is implausibly large", v)
+		}
+	}
+	nonNegative := func(path string, d time.Duration, positive bool) {
+		if d < 0 || positive && d == 0 {
+			doc.Errorf(path, "%s must be positive", cmp.Or(doc.Value(path), d.String()))
+		}
+	}
+	atLeast("hysteresis.observations", f.Hysteresis.Observations, 1)
+	nonNegative("hysteresis.for", f.Hysteresis.For, false)
+	atLeast("hysteresis.clear_observations", f.Hysteresis.ClearObservations, 1)
+	nonNegative("hysteresis.clear_after", f.Hysteresis.ClearAfter, false)
+	atLeast("budget.min", f.Budget.Min, 0)
+	nonNegative("budget.window", f.Budget.Window, true)
+	nonNegative("probation.duration", f.Probation.Duration, false)
+	nonNegative("probation.max_report_gap", f.Probation.MaxReportGap, true)
+	for i, c := range f.Probation.Checks {
+		if !slices.Contains(checks, c) {
+			doc.Errorf(fmt.Sprintf("probation.checks[%d]", i), "unknown check %q (want %s)", c, joinOr(checks))
+		}
+	}
+	nonNegative("retry.initial", f.Retry.Initial, true)
+	nonNegative("retry.max", f.Retry.Max, true)
+	if f.Retry.Max < f.Retry.Initial {
+		doc.Errorf("retry", "max %s is shorter than initial %s", f.Retry.Max, f.Retry.Initial)
+	}
+}
+
+// checkRule checks one rule as written and converts it; false when it has a
+// problem (recorded in doc at its line).
+func checkRule(doc *yamlfile.Doc, path string, rf ruleFile) (Rule, bool) {
+	before := doc.Len()
+	r := Rule{Name: rf.Name, Kinds: rf.Match.Kinds, Severities: rf.Match.Severities, Actions: rf.Match.Actions,
+		Scopes: rf.Match.Scopes, Mode: rf.Mode, Immediate: rf.Immediate}
+	for _, x := range rf.Match.Xids {
+		r.Xids = append(r.Xids, int(x))
+	}
+	switch {
+	case r.Name == "":
+		doc.Errorf(path+".name", "missing: every rule needs a name (it is written in the audit log)")
+	case strings.TrimSpace(r.Name) == "" || strings.ContainsAny(r.Name, " \t\n\""):
+		doc.Errorf(path+".name", "%q is not a rule name (no blanks or quotes)", r.Name)
+	}
+	switch {
+	case r.Mode == "":
+		doc.Errorf(path+".mode", "missing (want %s)", joinOr(modes))
+	case !slices.Contains(modes, r.Mode):
+		doc.Errorf(path+".mode", "unknown mode %q (want %s)", r.Mode, joinOr(modes))
+	}
+	for i, k := range r.Kinds {
+		if !k.Known() {
+			doc.Errorf(fmt.Sprintf("%s.match.kinds[%d]", path, i), "unknown condition kind %q (want one of %s)", k, joinOr(telemetry.ConditionKinds()))
+		}
+	}
+	for i, a := range r.Actions {
+		if !a.Known() || a == telemetry.ActionNone {
+			doc.Errorf(fmt.Sprintf("%s.match.actions[%d]", path, i), "unknown action %q (want an Xid Catalog action such as RESET_GPU, RESTART_BM, DRAIN_AND_RESET)", a)
+		}
+	}
+	all := []telemetry.Scope{telemetry.ScopeNode, telemetry.ScopeGPU, telemetry.ScopeNVLink, telemetry.ScopeNVSwitch, telemetry.ScopeIBPort}
+	for i, sc := range r.Scopes {
+		if !slices.Contains(all, sc) {
+			doc.Errorf(fmt.Sprintf("%s.match.scopes[%d]", path, i), "unknown scope %q (want %s)", sc, joinOr(all))
+		}
+	}
+	if r.Mode != ModeIgnore && r.empty() && doc.Len() == before {
+		doc.Errorf(path+".match", "rule %q matches every condition: give kinds, severities, actions, xids or scopes", r.Name)
+	}
+	return r, doc.Len() == before
 }
 
 func joinOr[T ~string](vs []T) string {

@@ -124,7 +124,7 @@ func TestParsePolicyErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, want string
 	}{
-		{"unknown top field", "budgett:\n  max: 1\n", `p.yaml:1: budgett: unknown field (want one of dry_run, hysteresis, budget, probation, retry, rules)`},
+		{"unknown top field", "budgett:\n  max: 1\n", `p.yaml:1: budgett: unknown field, did you mean "budget"? (want one of dry_run, hysteresis, budget, probation, retry, rules)`},
 		{"bad duration", "hysteresis:\n  for: 30 seconds\n", `p.yaml:2: hysteresis.for: "30 seconds" is not a duration (write e.g. 30s, 10m, 1h)`},
 		{"negative duration", "probation:\n  duration: -1m\n", `p.yaml:2: probation.duration: -1m must be positive`},
 		{"zero observations", "hysteresis:\n  observations: 0\n", `p.yaml:2: hysteresis.observations: 0 is below 1`},

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/atomicfile"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
@@ -221,49 +222,20 @@ type stateFile struct {
 	AuditSize *int64 `json:"audit_size,omitempty"`
 }
 
-// writeFileAtomic writes data to path through a temporary file, fsync and rename,
-// then syncs the directory so the rename itself survives a crash.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+tmpSuffix+"*")
+// writeState replaces the state file at path with data (internal/atomicfile),
+// with the crash point "rename" between writing the temporary file and the
+// rename.
+func writeState(path string, data []byte) error {
+	f, err := atomicfile.Create(path, 0o600)
 	if err != nil {
 		return err
 	}
-	name := tmp.Name()
-	_, werr := tmp.Write(data)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(name)
-		return err
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	crashPoint("rename")
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// tmpSuffix marks writeFileAtomic's temporary files: path + tmpSuffix + random.
-const tmpSuffix = ".tmp"
-
-// removeStaleTemps removes the temporary files a crash in writeFileAtomic left
-// next to path, and returns how many.
-func removeStaleTemps(path string) int {
-	matches, _ := filepath.Glob(path + tmpSuffix + "*")
-	n := 0
-	for _, m := range matches {
-		if os.Remove(m) == nil {
-			n++
-		}
-	}
-	return n
+	return f.Commit()
 }
 
 // crashHook, when set (by tests only), is called at named points where a crash

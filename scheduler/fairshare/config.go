@@ -1,14 +1,12 @@
 package fairshare
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
+	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/gpuwatch/gpuwatch/internal/yamlfile"
 )
 
 // Config is the fair-share section of gpuwatch's policy file:
@@ -48,15 +46,15 @@ func (c *Config) LedgerOptions() LedgerOptions {
 }
 
 type yamlConfig struct {
-	Algorithm   *string       `yaml:"algorithm"`
-	Charge      *string       `yaml:"charge"`
-	BlendWeight *float64      `yaml:"blend_weight"`
-	IdleFloor   *float64      `yaml:"idle_floor"`
-	HalfLife    *string       `yaml:"half_life"`
-	StaleAfter  *string       `yaml:"stale_after"`
-	Dampening   *float64      `yaml:"dampening"`
-	Users       []yamlUser    `yaml:"users"`
-	Accounts    []yamlAccount `yaml:"accounts"`
+	Algorithm   *string        `yaml:"algorithm"`
+	Charge      *string        `yaml:"charge"`
+	BlendWeight *float64       `yaml:"blend_weight"`
+	IdleFloor   *float64       `yaml:"idle_floor"`
+	HalfLife    *time.Duration `yaml:"half_life"`
+	StaleAfter  *time.Duration `yaml:"stale_after"`
+	Dampening   *float64       `yaml:"dampening"`
+	Users       []yamlUser     `yaml:"users"`
+	Accounts    []yamlAccount  `yaml:"accounts"`
 }
 
 type yamlAccount struct {
@@ -74,6 +72,9 @@ type yamlUser struct {
 // maxConfigDepth bounds account nesting (Slurm trees are a few levels deep).
 const maxConfigDepth = 64
 
+// maxConfigFile bounds a configuration file.
+const maxConfigFile = 16 << 20
+
 // LoadConfig reads and validates a fair-share configuration file.
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
@@ -83,88 +84,110 @@ func LoadConfig(path string) (*Config, error) {
 	return ParseConfig(path, data)
 }
 
-// ParseConfig parses and validates a configuration; name (the file) starts
-// every error, followed by the path of the bad field and the problem.
+// ParseConfig parses and validates a configuration (internal/yamlfile); every
+// error reads "FILE:LINE: FIELD: problem" (name is the file).
 func ParseConfig(name string, data []byte) (*Config, error) {
-	fail := func(format string, args ...any) (*Config, error) {
-		return nil, fmt.Errorf("fair-share config %s: %s", name, fmt.Sprintf(format, args...))
+	doc, err := yamlfile.Parse(name, data, maxConfigFile)
+	if err != nil {
+		return nil, err
 	}
 	var y yamlConfig
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
-		return fail("%v", err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return fail("more than one YAML document")
+	if err := doc.Decode(&y); err != nil {
+		return nil, err
 	}
 	c := &Config{Algorithm: FairTree, Policy: Policy{Charge: ChargeMeasured, IdleFloor: DefaultIdleFloor},
 		HalfLife: DefaultHalfLife, StaleAfter: DefaultStaleAfter, Dampening: 1}
 	if y.Algorithm != nil {
 		c.Algorithm = Algorithm(*y.Algorithm)
 		if err := c.Algorithm.validate(); err != nil {
-			return fail("algorithm: %v", err)
+			doc.Errorf("algorithm", "%v", err)
 		}
 	}
 	if y.Charge != nil {
 		c.Policy.Charge = ChargePolicy(*y.Charge)
+		if err := (Policy{Charge: c.Policy.Charge}).Validate(); err != nil {
+			doc.Errorf("charge", "%v", err)
+		}
 	}
 	if y.BlendWeight != nil {
-		if c.Policy.Charge != ChargeBlend {
-			return fail("blend_weight is set but charge is %q: it applies only to charge: blend", c.Policy.Charge)
-		}
 		c.Policy.BlendWeight = *y.BlendWeight
+		if err := (Policy{Charge: ChargeBlend, BlendWeight: *y.BlendWeight}).Validate(); err != nil {
+			doc.Errorf("blend_weight", "%v", err)
+		} else if c.Policy.Charge != ChargeBlend {
+			doc.Errorf("blend_weight", "set but charge is %q: it applies only to charge: blend", c.Policy.Charge)
+		}
 	} else if c.Policy.Charge == ChargeBlend {
-		return fail("charge: blend needs blend_weight (0..1, the weight of measured usage)")
+		doc.Errorf("charge", "blend needs blend_weight (0..1, the weight of measured usage)")
 	}
 	if y.IdleFloor != nil {
 		c.Policy.IdleFloor = *y.IdleFloor
-	}
-	if err := c.Policy.Validate(); err != nil {
-		return fail("%v", err)
+		if err := (Policy{Charge: ChargeMeasured, IdleFloor: *y.IdleFloor}).Validate(); err != nil {
+			doc.Errorf("idle_floor", "%v", err)
+		}
 	}
 	for _, d := range []struct {
 		field string
-		in    *string
+		in    *time.Duration
 		out   *time.Duration
 	}{{"half_life", y.HalfLife, &c.HalfLife}, {"stale_after", y.StaleAfter, &c.StaleAfter}} {
 		if d.in == nil {
 			continue
 		}
-		v, err := time.ParseDuration(*d.in)
-		if err != nil {
-			return fail("%s: %v (write e.g. 168h or 5m)", d.field, err)
+		if *d.in <= 0 {
+			doc.Errorf(d.field, "%s must be positive", doc.Value(d.field))
+			continue
 		}
-		if v <= 0 {
-			return fail("%s %s: must be positive", d.field, v)
-		}
-		*d.out = v
+		*d.out = *d.in
 	}
 	if y.Dampening != nil {
 		if !(*y.Dampening >= 1 && *y.Dampening <= 1e6) {
-			return fail("dampening %v: want a factor >= 1 (Slurm's FairShareDampeningFactor)", *y.Dampening)
+			doc.Errorf("dampening", "%v: want a factor >= 1 (Slurm's FairShareDampeningFactor)", *y.Dampening)
 		}
 		c.Dampening = *y.Dampening
+	}
+	if err := doc.Err(); err != nil {
+		return nil, err
 	}
 	var spec TreeSpec
 	spec.Users = convertUsers(y.Users)
 	for i, a := range y.Accounts {
 		as, err := convertAccount(a, fmt.Sprintf("accounts[%d]", i), 1)
 		if err != nil {
-			return fail("%v", err)
+			treeError(doc, err)
+			return nil, doc.Err()
 		}
 		spec.Accounts = append(spec.Accounts, as)
 	}
 	if len(spec.Accounts) == 0 && len(spec.Users) == 0 {
-		return fail("no accounts: define at least one under accounts:")
+		doc.Errorf("accounts", "no accounts: define at least one under accounts:")
+		return nil, doc.Err()
 	}
 	t, err := NewTree(spec)
 	if err != nil {
-		return fail("%v", err)
+		treeError(doc, err)
+		return nil, doc.Err()
 	}
 	c.Tree = t
 	return c, nil
+}
+
+// treeError records an error of NewTree, which starts with the path of the
+// account or user ("accounts[1].users[0]: …", "accounts[2] (account "x"): …"),
+// at that path's line.
+func treeError(doc *yamlfile.Doc, err error) {
+	msg := err.Error()
+	end := strings.IndexAny(msg, " :")
+	if end <= 0 || !strings.HasPrefix(msg, "accounts[") && !strings.HasPrefix(msg, "users[") {
+		doc.Errorf("", "%s", msg)
+		return
+	}
+	path, rest := msg[:end], msg[end:]
+	if inner, ok := strings.CutPrefix(rest, " ("); ok {
+		if who, after, ok := strings.Cut(inner, "): "); ok {
+			rest = who + ": " + after
+		}
+	}
+	doc.Errorf(path, "%s", strings.TrimPrefix(rest, ": "))
 }
 
 func sharesOrDefault(s *Shares) Shares {

@@ -1,6 +1,8 @@
 package fairshare
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +12,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/yamlfile"
 )
 
 const exampleConfig = `
@@ -80,30 +84,30 @@ func TestParseConfigErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"empty", "", "no accounts"},
-		{"unknown field", "acounts: []", "field acounts not found"},
-		{"bad algorithm", "algorithm: fifo\naccounts: [{name: a}]", `algorithm: algorithm "fifo"`},
-		{"bad charge", "charge: free\naccounts: [{name: a}]", `charge "free"`},
-		{"blend without weight", "charge: blend\naccounts: [{name: a}]", "needs blend_weight"},
-		{"weight without blend", "blend_weight: 0.5\naccounts: [{name: a}]", "applies only to charge: blend"},
-		{"weight out of range", "charge: blend\nblend_weight: 2\naccounts: [{name: a}]", "blend weight 2"},
-		{"floor out of range", "idle_floor: -0.1\naccounts: [{name: a}]", "idle floor -0.1"},
-		{"bad half-life", "half_life: 7d\naccounts: [{name: a}]", "half_life: "},
-		{"zero stale_after", "stale_after: 0s\naccounts: [{name: a}]", "stale_after 0s: must be positive"},
-		{"bad dampening", "dampening: 0.5\naccounts: [{name: a}]", "dampening 0.5"},
-		{"negative shares", "accounts: [{name: a, shares: -3}]", "line 1: shares -3 out of range"},
-		{"word shares", "accounts:\n  - name: a\n    shares: lots", `line 3: shares "lots"`},
-		{"empty account name", "accounts: [{name: a}, {shares: 1}]", "accounts[1]: account name: name is empty"},
-		{"duplicate account", "accounts: [{name: a}, {name: b, accounts: [{name: a}]}]", `accounts[1].accounts[0]: account "a" is defined twice`},
-		{"root account", "accounts: [{name: root}]", "reserved"},
-		{"duplicate user", "accounts: [{name: a, users: [{name: u}, {name: u}]}]", `accounts[0].users[1]: user "u" appears twice in account "a"`},
-		{"space in user", "accounts: [{name: a, users: [{name: 'j doe'}]}]", `accounts[0].users[0]: user name: name "j doe" contains ' '`},
-		{"two documents", "accounts: [{name: a}]\n---\naccounts: [{name: b}]", "more than one YAML document"},
+		{"empty", "", "policy.yaml: accounts: no accounts: define at least one under accounts:"},
+		{"unknown field", "acounts: []", `policy.yaml:1: acounts: unknown field, did you mean "accounts"? (want one of algorithm, charge,`},
+		{"bad algorithm", "algorithm: fifo\naccounts: [{name: a}]", `policy.yaml:1: algorithm: algorithm "fifo": want "fair_tree" or "classic"`},
+		{"bad charge", "charge: free\naccounts: [{name: a}]", `policy.yaml:1: charge: charge "free": want`},
+		{"blend without weight", "charge: blend\naccounts: [{name: a}]", "policy.yaml:1: charge: blend needs blend_weight"},
+		{"weight without blend", "blend_weight: 0.5\naccounts: [{name: a}]", `policy.yaml:1: blend_weight: set but charge is "measured": it applies only to charge: blend`},
+		{"weight out of range", "charge: blend\nblend_weight: 2\naccounts: [{name: a}]", "policy.yaml:2: blend_weight: blend weight 2: want a value in [0,1]"},
+		{"floor out of range", "idle_floor: -0.1\naccounts: [{name: a}]", "policy.yaml:1: idle_floor: idle floor -0.1: want a value in [0,1]"},
+		{"bad half-life", "half_life: 7d\naccounts: [{name: a}]", `policy.yaml:1: half_life: "7d" is not a duration`},
+		{"zero stale_after", "stale_after: 0s\naccounts: [{name: a}]", "policy.yaml:1: stale_after: 0s must be positive"},
+		{"bad dampening", "dampening: 0.5\naccounts: [{name: a}]", "policy.yaml:1: dampening: 0.5: want a factor >= 1"},
+		{"negative shares", "accounts: [{name: a, shares: -3}]", "policy.yaml:1: accounts[0].shares: shares -3 out of range"},
+		{"word shares", "accounts:\n  - name: a\n    shares: lots", `policy.yaml:3: accounts[0].shares: shares "lots": want a non-negative integer or "parent"`},
+		{"empty account name", "accounts: [{name: a}, {shares: 1}]", "policy.yaml:1: accounts[1]: account name: name is empty"},
+		{"duplicate account", "accounts: [{name: a}, {name: b, accounts: [{name: a}]}]", `policy.yaml:1: accounts[1].accounts[0]: account "a" is defined twice`},
+		{"root account", "accounts: [{name: root}]", `policy.yaml:1: accounts[0]: account name "root" is reserved`},
+		{"duplicate user", "accounts: [{name: a, users: [{name: u}, {name: u}]}]", `policy.yaml:1: accounts[0].users[1]: user "u" appears twice in account "a"`},
+		{"space in user", "accounts: [{name: a, users: [{name: 'j doe'}]}]", `policy.yaml:1: accounts[0].users[0]: user name: name "j doe" contains ' '`},
+		{"two documents", "accounts: [{name: a}]\n---\naccounts: [{name: b}]", "policy.yaml:2: more than one YAML document"},
 	}
 	for _, tc := range tests {
 		_, err := ParseConfig("policy.yaml", []byte(tc.yaml))
-		if err == nil || !strings.HasPrefix(err.Error(), "fair-share config policy.yaml: ") || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v\n  want an error naming policy.yaml and containing %q", tc.name, err, tc.want)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v\n  want an error starting %q", tc.name, err, tc.want)
 		}
 	}
 }
@@ -178,22 +182,26 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// checkConfigError: the error names the file, and the field unless it is the
-// YAML decoder's (which names the line where yaml.v3 knows it: not for
-// problems on the first line, nor for bytes its reader refuses).
+// checkConfigError: every error is a *yamlfile.Error naming the file, and
+// its line unless it is about the file as a whole (empty, or aliasing yaml.v3
+// refuses without one).
 func checkConfigError(t *testing.T, err error) {
 	t.Helper()
-	msg := err.Error()
-	rest, ok := strings.CutPrefix(msg, "fair-share config fuzz.yaml: ")
-	if !ok {
-		t.Fatalf("error does not name the file: %v", err)
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
-	if strings.HasPrefix(rest, "yaml: ") {
-		return
-	}
-	if !containsAny(rest, "algorithm", "charge", "blend", "idle", "half_life", "stale_after", "dampening", "accounts", "users",
-		"more than one YAML document", "line ") {
-		t.Fatalf("error names no field: %v", err)
+	for _, e := range errs {
+		var ye *yamlfile.Error
+		if !errors.As(e, &ye) || ye.File != "fuzz.yaml" || !strings.HasPrefix(e.Error(), "fuzz.yaml") {
+			t.Fatalf("error %q is not a yamlfile.Error naming the file", e)
+		}
+		if ye.Line == 0 && !containsAny(ye.Msg, "no accounts", "aliasing", "contains itself", "past the end") {
+			t.Fatalf("error %q has no line", e)
+		}
+		if ye.Line > 0 && !strings.HasPrefix(e.Error(), fmt.Sprintf("fuzz.yaml:%d: ", ye.Line)) {
+			t.Fatalf("error %q does not start with file:line", e)
+		}
 	}
 }
 

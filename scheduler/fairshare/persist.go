@@ -7,9 +7,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/atomicfile"
 )
 
 // LedgerFileVersion is the version of the ledger file format Save writes and
@@ -44,9 +45,8 @@ type ledgerWatermk struct {
 	Through time.Time `json:"through"`
 }
 
-// Save writes the ledger to path atomically: a temporary file in the same
-// directory, synced, then renamed over path, so a crash leaves either the old
-// file or the new one.
+// Save writes the ledger to path atomically (internal/atomicfile), so a crash
+// leaves either the old file or the new one.
 func (l *Ledger) Save(path string) error {
 	l.mu.Lock()
 	f := ledgerFile{Version: LedgerFileVersion, ReferenceTime: l.ref, LastInput: l.lastInput,
@@ -77,40 +77,8 @@ func (l *Ledger) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("cannot save fair-share ledger %s: %w", path, err)
 	}
-	if err := writeFileAtomic(path, append(data, '\n')); err != nil {
-		return fmt.Errorf("cannot save fair-share ledger %s: %w", path, err)
-	}
-	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	// Make the rename itself durable.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("cannot save fair-share ledger: %w", err)
 	}
 	return nil
 }
