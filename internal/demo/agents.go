@@ -80,7 +80,8 @@ type fleetAgents struct {
 func startAgents(fleet *simhw.Fleet, o Options, dir, remoteWrite, serverURL string, tokens *demoTokens) (*fleetAgents, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fa := &fleetAgents{ctx: ctx, cancel: cancel, byName: map[string]*nodeAgent{},
-		client: &http.Client{Timeout: 10 * time.Second},
+		// Generous: a loaded test machine renders a node's /metrics slowly.
+		client: &http.Client{Timeout: time.Minute},
 		o:      o, fleet: fleet, dir: dir, remoteWrite: remoteWrite, serverURL: serverURL, tokens: tokens}
 	for i, n := range fleet.Nodes() {
 		// Each run is a fresh fleet: its agents start without the health state
