@@ -111,7 +111,7 @@ func TestTopologyUsage(t *testing.T) {
 		{"block flags without --block", []string{"slurm", "--from-yaml", bad, "--block-sizes", "4"}, true, "need --block"},
 		{"bad block sizes", []string{"slurm", "--from-yaml", bad, "--block", "--block-sizes", "4,x"}, true, `"x" is not a number`},
 		{"stray argument", []string{"slurm", "extra"}, true, `unexpected argument "extra"`},
-		{"bad site file names file:line", []string{"labels", "--from-yaml", bad}, false, "bad.yaml:3: unknown key \"rack\""},
+		{"bad site file names file:line", []string{"labels", "--from-yaml", bad}, false, "bad.yaml:3: nodes[0].rack: unknown field"},
 		{"missing dump", []string{"slurm", "--ibnetdiscover", "/nonexistent/x.topo"}, false, "cannot read ibnetdiscover dump"},
 		{"not a node list", []string{"slurm", "--from-k8s-nodes", pods}, false, `kind "PodList"`},
 	}

@@ -128,7 +128,7 @@ func TestLoadErrors(t *testing.T) {
 		{"nothing", Source{}, ErrNoSource, "no topology source"},
 		{"two sources", Source{IBNetDiscover: "x", SiteYAML: "y"}, ErrSeveralSources, "several"},
 		{"map without dump", Source{SiteYAML: bad, GUIDMap: "m"}, ErrGUIDMapAlone, "GUID map"},
-		{"bad site file names file:line", Source{SiteYAML: bad}, nil, "bad.yaml:3: unknown key \"rack\""},
+		{"bad site file names file:line", Source{SiteYAML: bad}, nil, "bad.yaml:3: nodes[0].rack: unknown field"},
 		{"missing dump", Source{IBNetDiscover: "/nonexistent/x.topo"}, nil, "cannot read ibnetdiscover dump"},
 		{"missing map", Source{IBNetDiscover: "/nonexistent/x.topo", GUIDMap: "/nonexistent/x.map"}, nil, "cannot read GUID map"},
 		{"missing topology.conf", Source{SlurmTopology: "/nonexistent/topology.conf"}, nil, "cannot read topology.conf"},

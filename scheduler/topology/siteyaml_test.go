@@ -56,19 +56,18 @@ func TestFromYAMLErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"empty", "", "s.yaml: empty file"},
 		{"not a mapping", "- a\n", "s.yaml:1: want a mapping"},
-		{"unknown top key", "nodes: []\nracks: []\n", `s.yaml:2: unknown key "racks"`},
-		{"no list", "nodes: {}\n", "s.yaml:1: nodes must be a list"},
-		{"empty list", "nodes: []\n", "s.yaml:1: the nodes list is empty"},
-		{"unknown key", "nodes:\n  - name: a\n    rack: r1\n", `s.yaml:3: unknown key "rack"`},
-		{"not a string", "nodes:\n  - name: a\n    leaf: [x]\n", "s.yaml:3: leaf must be a string"},
-		{"null", "nodes:\n  - name: a\n    leaf:\n", "s.yaml:3: leaf must be a string"},
-		{"no name", "nodes:\n  - leaf: l\n", "s.yaml:2: entry without name or names"},
-		{"both names", "nodes:\n  - name: a\n    names: b[1-2]\n", "s.yaml:2: give name or names"},
-		{"bad hostlist", "nodes:\n  - names: b[1-\n", "s.yaml:2: names: invalid host list"},
+		{"unknown top key", "nodes: []\nracks: []\n", `s.yaml:2: racks: unknown field (want one of nodes)`},
+		{"no list", "nodes: {}\n", "s.yaml:1: nodes: want a list, got a mapping"},
+		{"empty list", "nodes: []\n", "s.yaml:1: nodes: no nodes listed"},
+		{"unknown key", "nodes:\n  - name: a\n    rack: r1\n", `s.yaml:3: nodes[0].rack: unknown field (want one of name, names`},
+		{"not a string", "nodes:\n  - name: a\n    leaf: [x]\n", "s.yaml:3: nodes[0].leaf: want a single value, got a list"},
+		{"no name", "nodes:\n  - leaf: l\n", "s.yaml:2: nodes[0]: entry without name or names"},
+		{"both names", "nodes:\n  - name: a\n    names: b[1-2]\n", "s.yaml:2: nodes[0]: give name or names, not both"},
+		{"bad hostlist", "nodes:\n  - names: b[1-\n", "s.yaml:2: nodes[0].names: invalid host list"},
 		{"listed twice", "nodes:\n  - names: g[1-3]\n    leaf: l\n  - name: g2\n    leaf: l\n", "s.yaml:4: node g2 listed twice (also at s.yaml:2)"},
 		{"leaf under two spines", "nodes:\n  - name: a\n    leaf: l\n    spine: s1\n  - name: b\n    leaf: l\n    spine: s2\n", `s.yaml:5: node b: leaf "l" is under two spines: "s1" (s.yaml:2) and "s2"`},
 		{"bad domain name", "nodes:\n  - name: a\n    leaf: -l\n", `s.yaml:2: node a: leaf: invalid name "-l"`},
-		{"syntax", "nodes:\n  - name: [\n", "s.yaml: yaml:"},
+		{"syntax", "nodes:\n  - name: [\n", "s.yaml:2: invalid YAML"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
