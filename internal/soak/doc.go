@@ -34,8 +34,8 @@
 //     /proc) and its Go heap and goroutines (its /metrics, read with a read
 //     token), and this process's live heap, resident memory and goroutines
 //     (the agents, with the simulator); "flat" means the mean of the last
-//     third of the readings is within 10 % (memory) or 5 % + 20 goroutines
-//     of the first third's;
+//     third of the readings is at most 10 % (memory) or 5 % + 20 goroutines
+//     above the first third's (a fall is not a leak);
 //   - no sample lost, counted end to end: once collection stops and every
 //     shipper is empty, the samples the agents' shippers sent (and dropped)
 //     against the server's gpuwatch_ingest_samples_accepted_total and against

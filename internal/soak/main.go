@@ -87,7 +87,7 @@ func printReport(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "| %s | %.0f%s | %.0f%s | %+.1f %% | | |\n", f.name, f.f.First, unit, f.f.Last, unit, 100*f.f.Change)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %.0f%s | %.0f%s | %+.1f %% | ±%.0f %%%s | %s |\n", f.name, f.f.First, unit, f.f.Last, unit,
+		fmt.Fprintf(w, "| %s | %.0f%s | %.0f%s | %+.1f %% | +%.0f %%%s | %s |\n", f.name, f.f.First, unit, f.f.Last, unit,
 			100*f.f.Change, 100*f.f.Tolerance, slackText(f.f.Slack), yes(f.f.OK))
 	}
 	if len(measured) >= 2 {

@@ -658,7 +658,7 @@ func (res *Result) judge() {
 		if f.info {
 			continue
 		}
-		add(f.name+" flat", f.f.OK, "first third %.0f, last third %.0f (%+.1f %%, allowed ±%.0f %%%s)",
+		add(f.name+" flat", f.f.OK, "first third %.0f, last third %.0f (%+.1f %%, allowed +%.0f %%%s)",
 			f.f.First, f.f.Last, 100*f.f.Change, 100*f.f.Tolerance, slackText(f.f.Slack))
 	}
 

@@ -93,3 +93,22 @@ func buildGpuwatch(t *testing.T) string {
 	}
 	return bin
 }
+
+// TestFlatJudgesGrowthOnly: a series that grows past the tolerance is not flat,
+// one that falls by as much is (a soak looks for leaks).
+func TestFlatJudgesGrowthOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vals []float64
+		ok   bool
+	}{
+		{"steady", []float64{100, 101, 99, 100, 100, 101}, true},
+		{"grows 20 %", []float64{100, 100, 110, 110, 120, 120}, false},
+		{"grows within 10 %", []float64{100, 100, 104, 104, 108, 108}, true},
+		{"falls 20 %", []float64{100, 100, 90, 90, 80, 80}, true},
+	} {
+		if f := flat(tc.vals, 0.10, 0); f.OK != tc.ok {
+			t.Errorf("%s: flat = %v (change %+.2f), want %v", tc.name, f.OK, f.Change, tc.ok)
+		}
+	}
+}
