@@ -94,7 +94,7 @@ func HTMLFragment(r *Report) template.HTML {
 		}
 		b.WriteString(`<td>` + e(g.Key) + `</td>`)
 		for _, c := range columns {
-			b.WriteString(`<td>` + e(c.cell(g)) + `</td>`)
+			b.WriteString(`<td>` + e(c.cell(r, g)) + `</td>`)
 		}
 		b.WriteString(`</tr>`)
 	}

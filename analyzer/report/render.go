@@ -63,32 +63,37 @@ func Render(w io.Writer, r *Report, f Format) error {
 // columns are the table's, CSV's and Markdown's columns, one cell function each.
 var columns = []struct {
 	head string
-	cell func(g Group) string
+	cell func(r *Report, g Group) string
 }{
-	{"gpus", func(g Group) string { return strconv.Itoa(g.GPUs) }},
-	{"jobs", func(g Group) string { return strconv.Itoa(g.Jobs) }},
-	{"allocated_gpu_h", func(g Group) string { return hours(g.Allocated) }},
-	{"measured_gpu_h", func(g Group) string { return hours(g.Measured) }},
-	{"efficiency", func(g Group) string { return pct(g.Efficiency) }},
-	{"idle_gpu_h", func(g Group) string { return hours(g.Idle) }},
-	{"unmeasured_gpu_h", func(g Group) string { return hours(g.Unmeasured) }},
-	{"gap_gpu_h", func(g Group) string { return hours(g.Gaps) }},
-	{"mem_peak_gib", func(g Group) string {
+	{"gpus", func(r *Report, g Group) string { return strconv.Itoa(g.GPUs) }},
+	{"jobs", func(r *Report, g Group) string { return strconv.Itoa(g.Jobs) }},
+	{"allocated_gpu_h", func(r *Report, g Group) string { return hours(g.Allocated) }},
+	{"measured_gpu_h", func(r *Report, g Group) string { return hours(g.Measured) }},
+	{"efficiency", func(r *Report, g Group) string { return pct(g.Efficiency) }},
+	{"idle_gpu_h", func(r *Report, g Group) string { return hours(g.Idle) }},
+	{"unmeasured_gpu_h", func(r *Report, g Group) string { return hours(g.Unmeasured) }},
+	{"gap_gpu_h", func(r *Report, g Group) string { return hours(g.Gaps) }},
+	{"mem_peak_gib", func(r *Report, g Group) string {
 		if g.MemTotalMiB <= 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.1f/%.0f", g.MemPeakMiB/1024, g.MemTotalMiB/1024)
 	}},
-	{"mem_headroom", func(g Group) string { return pct(g.MemHeadroom) }},
-	{"measured_by", func(g Group) string { return g.MeasuredBy }},
-	{"allocated_change", func(g Group) string { return change(g) }},
-	{"efficiency_prev", func(g Group) string {
+	{"mem_headroom", func(r *Report, g Group) string { return pct(g.MemHeadroom) }},
+	{"measured_by", func(r *Report, g Group) string { return g.MeasuredBy }},
+	{"allocated_change", func(r *Report, g Group) string {
+		if r.PreviousFrom.IsZero() {
+			return "-"
+		}
+		return change(g)
+	}},
+	{"efficiency_prev", func(r *Report, g Group) string {
 		if g.Previous == nil {
 			return "-"
 		}
 		return pct(g.Previous.Efficiency)
 	}},
-	{"fair_share_factor", func(g Group) string {
+	{"fair_share_factor", func(r *Report, g Group) string {
 		if g.FairShare == nil || g.FairShare.Factor == nil {
 			return "-"
 		}
@@ -147,7 +152,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	for _, g := range append(r.Groups, r.Total) {
 		row := []string{g.Key}
 		for _, c := range columns {
-			row = append(row, c.cell(g))
+			row = append(row, c.cell(r, g))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -186,7 +191,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 	for _, g := range append(r.Groups, r.Total) {
 		row := []string{g.Key}
 		for _, c := range columns {
-			row = append(row, c.cell(g))
+			row = append(row, c.cell(r, g))
 		}
 		if err := cw.Write(append(row, from, to)); err != nil {
 			return err
@@ -211,7 +216,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	for _, g := range append(r.Groups, r.Total) {
 		row := []string{mdEscape(g.Key)}
 		for _, c := range columns {
-			row = append(row, mdEscape(c.cell(g)))
+			row = append(row, mdEscape(c.cell(r, g)))
 		}
 		fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
 	}

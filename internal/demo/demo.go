@@ -440,6 +440,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.FairShare = finalStanding(ds, fsCfg)
 	res.Placement, res.ran = pl.res, jobs.ran
 	p.final(res, o)
+	utilizationReport(o, ds, fleet.Start(), fleet.Now()) // report.go
 	if o.KeepServing && ctx.Err() == nil {
 		ds.run()
 		fmt.Fprintf(o.Out, "\nserving the store at %s and the agents' endpoints until interrupted (Ctrl-C)\n", ds.url)
