@@ -5,10 +5,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/test/realstore"
 )
@@ -104,5 +106,27 @@ func TestProgressBar(t *testing.T) {
 	var b bytes.Buffer
 	if isTerminal(&b) {
 		t.Error("a buffer is a terminal")
+	}
+}
+
+// TestReportProgressLines: the progress answer the bar is drawn from, read
+// as the command reads it on a terminal (no terminal in tests, so the bar is
+// asked for directly): the bar reaches the end and the report arrives.
+func TestReportProgressLines(t *testing.T) {
+	url, _ := startServerCommand(t)
+	cf := clientFlags{server: url}
+	c, err := cf.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := neturl.Values{report.ParamLast: {"1h"}} // 360 or 361 steps: one chunk, and one of the previous hour
+	var stderr bytes.Buffer
+	_, err = fetchReport(t.Context(), c, v, true, &stderr)
+	// Nothing was written to this server: the error comes as the last line.
+	if err == nil || !strings.Contains(err.Error(), "no GPU was seen allocated") {
+		t.Errorf("error %v", err)
+	}
+	if !strings.Contains(stderr.String(), "] 1/2 chunks read") || !strings.HasSuffix(stderr.String(), "\r\033[K") {
+		t.Errorf("progress drawn: %q", stderr.String())
 	}
 }

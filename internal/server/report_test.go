@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/test/realstore"
 )
@@ -114,5 +115,55 @@ func TestReportAPI(t *testing.T) {
 	}
 	if role := RequiredRole(httptest.NewRequest(http.MethodGet, APIPrefix+"/report", nil)); role != auth.RoleRead {
 		t.Errorf("GET report needs %v, want read", role)
+	}
+}
+
+// TestReportFairShare: on a server running fair share, the report by account
+// carries each account's classic standing and by user each user's Fair Tree
+// factor; by node it says why there is none. Nothing has been charged yet,
+// so the factors are known: classic 2^0 = 1 for every account, Fair Tree
+// rank/users = 1 for ann (the only user, ranked first).
+func TestReportFairShare(t *testing.T) {
+	cfg, err := fairshare.ParseConfig("fairshare.yaml", []byte("accounts:\n  - {name: ml, shares: 3, users: [{name: ann}]}\n  - {name: cv, shares: 1, users: [{name: bo}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{DataDir: t.TempDir(), FairShare: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(t.Context())
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Hour)
+	if err := s.Appender().Append(t.Context(), oneJobHour(t0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		by         report.By
+		key        string
+		factor     float64
+		shares     float64
+		note       string
+		wantFactor bool
+	}{
+		{report.ByAccount, "ml", 1, 0.75, "", true},
+		{report.ByUser, "ann", 1, 0.75, "", true},
+		{report.ByNode, "gpu01", 0, 0, "by account or by user only", false},
+	} {
+		rec := httptest.NewRecorder()
+		q := report.Options{From: t0, To: t0.Add(time.Hour), By: c.by}.Query()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, APIPrefix+"/report?"+q.Encode(), nil))
+		var r report.Report
+		if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || rec.Code != http.StatusOK || len(r.Groups) != 1 {
+			t.Fatalf("by %s: %d %s", c.by, rec.Code, rec.Body)
+		}
+		g := r.Groups[0]
+		switch {
+		case g.Key != c.key:
+			t.Errorf("by %s: group %q", c.by, g.Key)
+		case !c.wantFactor && (g.FairShare != nil || !strings.Contains(r.FairShareNote, c.note)):
+			t.Errorf("by %s: fair share %+v, note %q", c.by, g.FairShare, r.FairShareNote)
+		case c.wantFactor && (g.FairShare == nil || g.FairShare.Factor == nil || *g.FairShare.Factor != c.factor || g.FairShare.SharesNormalized != c.shares):
+			t.Errorf("by %s: fair share %+v, want factor %g, shares %g", c.by, g.FairShare, c.factor, c.shares)
+		}
 	}
 }
