@@ -287,7 +287,7 @@ func perStep(m store.Matrix, start time.Time, s time.Duration, n int, models map
 			out[uuid] = vals
 		}
 		for _, pt := range ser.Points {
-			i := int(pt.T.Sub(start) / s)
+			i := int((pt.T.Sub(start) + s/2) / s) // rounded: a remote store answers float seconds
 			if i < 0 || i >= n || math.IsNaN(pt.V) {
 				continue
 			}
@@ -377,7 +377,7 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 		}
 		counts := make([]float64, n)
 		for _, pt := range ser.Points {
-			if i := int(pt.T.Sub(start) / s); i >= 0 && i < n {
+			if i := int((pt.T.Sub(start) + s/2) / s); i >= 0 && i < n {
 				counts[i] += pt.V
 			}
 		}
