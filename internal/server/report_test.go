@@ -167,3 +167,26 @@ func TestReportFairShare(t *testing.T) {
 		}
 	}
 }
+
+// TestReportExternalStore: with --store.url the report reads
+// VictoriaMetrics through the same API.
+func TestReportExternalStore(t *testing.T) {
+	vm := realstore.StartVictoriaMetrics(t)
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Hour)
+	vm.Write(oneJobHour(t0))
+	s, err := New(Options{StoreURL: vm.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(t.Context())
+	rec := httptest.NewRecorder()
+	q := report.Options{From: t0, To: t0.Add(time.Hour), By: report.ByJob}.Query()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, APIPrefix+"/report?"+q.Encode(), nil))
+	var r report.Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if len(r.Groups) != 1 || r.Groups[0].Key != "7" || r.Groups[0].Allocated != 1 || r.Groups[0].Measured != 0.5 {
+		t.Errorf("groups %+v", r.Groups)
+	}
+}
