@@ -2,10 +2,13 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -320,25 +323,26 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 	if len(allocM) == 0 {
 		return nil
 	}
-	smM, err := rangeQ("avg_over_time(" + metricSMActive + w + ")")
-	if err != nil {
+	// The GPU series are read side by side (the store answers each on its
+	// own core), then turned into per-step values here.
+	exprs := []string{"avg_over_time(" + metricSMActive + w + ")", "avg_over_time(" + metricGPUUtil + w + ")", "max_over_time(" + metricFBUsed + w + ")"}
+	ms := make([]store.Matrix, len(exprs))
+	errs := make([]error, len(exprs)+1)
+	var totals map[string]float64
+	chunkModels := map[string]string{}
+	var wg sync.WaitGroup
+	for i, e := range exprs {
+		wg.Go(func() { ms[i], errs[i] = rangeQ(e) })
+	}
+	wg.Go(func() { totals, errs[len(exprs)] = memTotals(ctx, q, r.End, time.Duration(n)*s, chunkModels) })
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	utilM, err := rangeQ("avg_over_time(" + metricGPUUtil + w + ")")
-	if err != nil {
-		return err
-	}
-	memM, err := rangeQ("max_over_time(" + metricFBUsed + w + ")")
-	if err != nil {
-		return err
-	}
-	sm := perStep(smM, start, s, n, models)
-	util := perStep(utilM, start, s, n, models)
-	mem := perStep(memM, start, s, n, models)
-	totals, err := memTotals(ctx, q, r.End, time.Duration(n)*s, models)
-	if err != nil {
-		return err
-	}
+	maps.Copy(models, chunkModels)
+	sm := perStep(ms[0], start, s, n, models)
+	util := perStep(ms[1], start, s, n, models)
+	mem := perStep(ms[2], start, s, n, models)
 
 	// Allocation series by GPU, each with its per-step sample counts.
 	type series struct {
