@@ -85,6 +85,7 @@ bench: build bench-store ## run the benchmarks (results and commands go in docs/
 	GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_BENCH_DRAIN=100 $(GO) test -count=1 -run '^TestDrainLatency$$' -v ./test/
 	$(GO) run ./internal/agentbench process -bin $(AGENT_BIN) $(AGENTBENCH_FLAGS)
 	$(GO) run ./internal/soak -bin $(BIN) $(SOAK_FLAGS)
+	GPUWATCH_REPORT_BENCH_NODES=8 GPUWATCH_REPORT_BENCH_HOURS=24 nice -n 10 $(GO) test -run '^$$' -bench BenchmarkReport -benchtime 3x -benchmem ./analyzer/report/
 
 .PHONY: bench-store
 bench-store: build test-deps ## the store benchmarks: ingest side by side with Prometheus and VictoriaMetrics, 1,000 nodes paced, disk, queries

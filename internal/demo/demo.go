@@ -561,6 +561,7 @@ func (r *run) collectResult() error {
 // printFinal prints the final summary.
 func (r *run) printFinal() error {
 	r.p.final(r.res, r.o)
+	utilizationReport(r.o, r.ds, r.fleet.Start(), r.fleet.Now()) // report.go
 	return nil
 }
 

@@ -33,7 +33,8 @@ var agentWrites = map[string]bool{
 // it only reads (GET, HEAD).
 //
 //	none     GET /healthz
-//	read     GET anything else (query API, UI, gpuwatch's GET endpoints, /metrics);
+//	read     GET anything else (query API, UI, gpuwatch's GET endpoints such as
+//	         the utilization report /api/gpuwatch/v1/report, /metrics);
 //	         POST to the query API's read endpoints; the kube-scheduler extender
 //	agent    remote write and import; POST /api/gpuwatch/v1/health
 //	operate  POST /api/gpuwatch/v1/drain, resume, place, release

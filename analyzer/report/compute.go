@@ -1,0 +1,500 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/store"
+)
+
+// Options say what to report.
+type Options struct {
+	From, To time.Time
+	By       By
+	// Step is the resolution (default SampleInterval). From is rounded down
+	// and To up to whole steps of Unix time.
+	Step time.Duration
+	// SampleInterval is the time one allocation sample stands for: the
+	// agents' full collection interval (default 10 s).
+	SampleInterval time.Duration
+	// IdleBelow (0–1, default 0.05) and IdleFor (default 30 minutes): an
+	// allocation measured below IdleBelow for at least IdleFor is idle.
+	IdleBelow float64
+	IdleFor   time.Duration
+	// NoPrevious skips the previous period.
+	NoPrevious bool
+	// ChunkSteps bounds the steps one range query asks for (default 720),
+	// which bounds memory: GPUs × ChunkSteps values per series read.
+	ChunkSteps int
+	// Progress, when set, is called after each chunk read with the chunks
+	// done and the chunks in all.
+	Progress func(done, total int)
+	Now      func() time.Time
+}
+
+// The series a report reads.
+const (
+	metricAllocation = telemetry.MetricGPUAllocationInfo
+	metricSMActive   = telemetry.DCGMProfSMActive
+	metricGPUUtil    = telemetry.DCGMGPUUtil
+	metricFBUsed     = telemetry.DCGMFBUsed
+	metricFBTotal    = telemetry.DCGMFBTotal
+	metricFBFree     = telemetry.DCGMFBFree
+	metricFBReserved = telemetry.DCGMFBReserved
+)
+
+// MaxSteps bounds how many steps a report's window may be cut into, per
+// period: a week at 10 s is 60,480.
+const MaxSteps = 200_000
+
+func (o *Options) defaults() error {
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = 10 * time.Second
+	}
+	if o.Step <= 0 {
+		o.Step = o.SampleInterval
+	}
+	if o.Step%time.Second != 0 {
+		return fmt.Errorf("step %s: want whole seconds", o.Step)
+	}
+	if o.IdleBelow == 0 {
+		o.IdleBelow = 0.05
+	}
+	if o.IdleBelow < 0 || o.IdleBelow > 1 {
+		return fmt.Errorf("idle threshold %g: want a fraction between 0 and 1 (5%% is 0.05)", o.IdleBelow)
+	}
+	if o.IdleFor == 0 {
+		o.IdleFor = 30 * time.Minute
+	}
+	if o.IdleFor < o.Step {
+		return fmt.Errorf("idle duration %s is shorter than the step %s: raise the idle duration or lower the step", o.IdleFor, o.Step)
+	}
+	if o.By == "" {
+		o.By = ByAccount
+	}
+	if _, err := ParseBy(string(o.By)); err != nil {
+		return err
+	}
+	if o.ChunkSteps <= 0 {
+		o.ChunkSteps = 720
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.From.IsZero() || o.To.IsZero():
+		return fmt.Errorf("the window needs a start and an end")
+	case !o.To.After(o.From):
+		return fmt.Errorf("the window %s to %s is empty or reversed: the end must be after the start",
+			o.From.UTC().Format(time.RFC3339), o.To.UTC().Format(time.RFC3339))
+	}
+	o.From, o.To = alignDown(o.From, o.Step), alignUp(o.To, o.Step)
+	if n := o.To.Sub(o.From) / o.Step; n > MaxSteps {
+		return fmt.Errorf("the window %s is %d steps of %s, more than %d: use a larger step", o.To.Sub(o.From), n, o.Step, MaxSteps)
+	}
+	return nil
+}
+
+func alignDown(t time.Time, s time.Duration) time.Time {
+	ms := t.UnixMilli()
+	sm := s.Milliseconds()
+	q := ms / sm
+	if ms < 0 && ms%sm != 0 {
+		q--
+	}
+	return time.UnixMilli(q * sm).UTC()
+}
+
+func alignUp(t time.Time, s time.Duration) time.Time {
+	d := alignDown(t, s)
+	if d.Before(t) {
+		d = d.Add(s)
+	}
+	return d
+}
+
+// Compute reads the store and builds the report of opts.From to opts.To.
+//
+// The window is cut into steps of opts.Step, step i covering
+// (From+i·Step, From+(i+1)·Step]. In a step, a job holds a GPU for the
+// fraction min(1, n·SampleInterval/Step), n being the number of allocation
+// samples the GPU's agent shipped for the job in it; k jobs seen on one GPU
+// in a step share it equally. The GPU's activity in the step is the mean of
+// its SM activity samples (DCGM profiling) or, without any, of its
+// utilization samples divided by 100; a step with neither is unmeasured.
+// Steps in which an allocation had no sample, between its first and last
+// sample in the window, are gaps. docs/reports.md says the same at length.
+func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	span := opts.To.Sub(opts.From)
+	chunks := chunkCount(span, opts)
+	total := chunks
+	if !opts.NoPrevious {
+		total *= 2
+	}
+	done := 0
+	progress := func() {
+		done++
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+	}
+	cur, err := read(ctx, q, opts.From, opts.To, opts, progress)
+	if err != nil {
+		return nil, err
+	}
+	if len(cur.allocs) == 0 {
+		return nil, fmt.Errorf("%w (%s to %s): widen or move the window, or check that the agents ship %s to this store",
+			ErrNoData, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339), metricAllocation)
+	}
+	r := &Report{
+		From: opts.From, To: opts.To, By: opts.By, StepSeconds: opts.Step.Seconds(),
+		SampleIntervalSeconds: opts.SampleInterval.Seconds(), IdleBelow: opts.IdleBelow,
+		IdleForSeconds: opts.IdleFor.Seconds(), GeneratedAt: opts.Now().UTC(),
+	}
+	r.Groups, r.Total = group(cur.list(), opts.By)
+	r.TopIdleJobs = topIdle(cur.list(), 10)
+	if !opts.NoPrevious {
+		pf := opts.From.Add(-span)
+		prev, err := read(ctx, q, pf, opts.From, opts, progress)
+		if err != nil {
+			return nil, fmt.Errorf("previous period: %w", err)
+		}
+		r.PreviousFrom, r.PreviousTo = pf, opts.From
+		pg, pt := group(prev.list(), opts.By)
+		byKey := make(map[string]Group, len(pg))
+		for _, g := range pg {
+			byKey[g.Key] = g
+		}
+		for i := range r.Groups {
+			if g, ok := byKey[r.Groups[i].Key]; ok {
+				r.Groups[i].Previous = &Previous{Allocated: g.Allocated, Measured: g.Measured, Efficiency: g.Efficiency}
+			}
+		}
+		if pt.Allocated > 0 {
+			r.Total.Previous = &Previous{Allocated: pt.Allocated, Measured: pt.Measured, Efficiency: pt.Efficiency}
+		}
+	}
+	return r, nil
+}
+
+func chunkCount(span time.Duration, opts Options) int {
+	steps := int(span / opts.Step)
+	return (steps + opts.ChunkSteps - 1) / opts.ChunkSteps
+}
+
+// alloc is one GPU held by one consumer (job or pod) in the window: what it
+// was allocated, measured, idle, and the state carried from step to step.
+type alloc struct {
+	gpu, node, model                string
+	job, account, user, namespace   string
+	allocated, measured, unmeasured float64 // seconds
+	idle, gaps                      float64 // seconds
+	smSeconds, utilSeconds          float64 // measured-by seconds, per source
+	peakMiB, totalMiB               float64
+	lastSeen                        int // global step index of the last sample, -1 before the first
+	runSeconds                      float64
+	runSteps                        int
+}
+
+type period struct {
+	allocs map[string]*alloc // by GPU UUID + consumer
+	order  []string
+}
+
+func (p *period) list() []*alloc {
+	out := make([]*alloc, 0, len(p.order))
+	for _, k := range p.order {
+		out = append(out, p.allocs[k])
+	}
+	return out
+}
+
+// read walks [from, to) chunk by chunk.
+func read(ctx context.Context, q store.Querier, from, to time.Time, opts Options, progress func()) (*period, error) {
+	p := &period{allocs: map[string]*alloc{}}
+	s := opts.Step
+	steps := int(to.Sub(from) / s)
+	models := map[string]string{}
+	for first := 0; first < steps; first += opts.ChunkSteps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := min(opts.ChunkSteps, steps-first)
+		if err := readChunk(ctx, q, p, from, first, n, opts, models); err != nil {
+			return nil, err
+		}
+		progress()
+	}
+	// An idle run still open at the window's end counts if long enough.
+	for _, k := range p.order {
+		a := p.allocs[k]
+		a.closeRun(opts.IdleFor, opts.Step)
+		if a.model == "" {
+			a.model = models[a.gpu]
+		}
+	}
+	return p, nil
+}
+
+// closeRun ends the current idle run: its allocated seconds are idle when
+// the run lasted at least idleFor of wall time (its steps, not its share).
+func (a *alloc) closeRun(idleFor, step time.Duration) {
+	if a.runSteps > 0 && time.Duration(a.runSteps)*step >= idleFor {
+		a.idle += a.runSeconds
+	}
+	a.runSeconds, a.runSteps = 0, 0
+}
+
+func promDuration(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+}
+
+func label(ls telemetry.Labels, names ...string) string {
+	for _, n := range names {
+		if v := ls.Get(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// perStep turns a range answer into one slice of n values per GPU UUID
+// (NaN where the step has none), and notes each GPU's model and node.
+func perStep(m store.Matrix, start time.Time, s time.Duration, n int, models map[string]string) map[string][]float64 {
+	out := make(map[string][]float64, len(m))
+	for _, ser := range m {
+		uuid := label(ser.Labels, telemetry.DCGMLabelUUID, telemetry.LabelGPUUUID)
+		if uuid == "" {
+			continue
+		}
+		if mod := label(ser.Labels, telemetry.DCGMLabelModelName, telemetry.LabelModel); mod != "" && models != nil {
+			models[uuid] = mod
+		}
+		vals := out[uuid]
+		if vals == nil {
+			vals = make([]float64, n)
+			for i := range vals {
+				vals[i] = math.NaN()
+			}
+			out[uuid] = vals
+		}
+		for _, pt := range ser.Points {
+			i := int((pt.T.Sub(start) + s/2) / s) // rounded: a remote store answers float seconds
+			if i < 0 || i >= n || math.IsNaN(pt.V) {
+				continue
+			}
+			// Two series of one GPU (a relabelled duplicate): keep the larger.
+			if math.IsNaN(vals[i]) || pt.V > vals[i] {
+				vals[i] = pt.V
+			}
+		}
+	}
+	return out
+}
+
+func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, first, n int, opts Options, models map[string]string) error {
+	s := opts.Step
+	w := "[" + promDuration(s) + "]"
+	// Step i of the chunk is evaluated at its end.
+	start := from.Add(time.Duration(first+1) * s)
+	r := store.Range{Start: start, End: start.Add(time.Duration(n-1) * s), Step: s}
+	rangeQ := func(expr string) (store.Matrix, error) {
+		m, err := q.Range(ctx, expr, r)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from the store: %w", expr, err)
+		}
+		return m, nil
+	}
+	allocM, err := rangeQ("count_over_time(" + metricAllocation + w + ")")
+	if err != nil {
+		return err
+	}
+	if len(allocM) == 0 {
+		return nil
+	}
+	// The GPU series are read side by side (the store answers each on its
+	// own core), then turned into per-step values here.
+	exprs := []string{"avg_over_time(" + metricSMActive + w + ")", "avg_over_time(" + metricGPUUtil + w + ")", "max_over_time(" + metricFBUsed + w + ")"}
+	ms := make([]store.Matrix, len(exprs))
+	errs := make([]error, len(exprs)+1)
+	var totals map[string]float64
+	chunkModels := map[string]string{}
+	var wg sync.WaitGroup
+	for i, e := range exprs {
+		wg.Go(func() { ms[i], errs[i] = rangeQ(e) })
+	}
+	wg.Go(func() { totals, errs[len(exprs)] = memTotals(ctx, q, r.End, time.Duration(n)*s, chunkModels) })
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	maps.Copy(models, chunkModels)
+	sm := perStep(ms[0], start, s, n, models)
+	util := perStep(ms[1], start, s, n, models)
+	mem := perStep(ms[2], start, s, n, models)
+
+	// Allocation series by GPU, each with its per-step sample counts.
+	type series struct {
+		a      *alloc
+		counts []float64
+	}
+	byGPU := map[string][]series{}
+	var gpus []string
+	for _, ser := range allocM {
+		ls := ser.Labels
+		uuid := label(ls, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID)
+		job := ls.Get(telemetry.LabelJobID)
+		account, user, ns := ls.Get(telemetry.LabelAccount), ls.Get(telemetry.LabelUser), ls.Get(telemetry.LabelNamespace)
+		if pod := ls.Get(telemetry.LabelPod); job == "" && pod != "" {
+			job = ns + "/" + pod
+			if account == "" {
+				account = ns
+			}
+		}
+		if uuid == "" || job == "" {
+			continue // not attributable to a GPU or a consumer
+		}
+		if account == "" {
+			account = None
+		}
+		if user == "" {
+			user = account
+		}
+		key := uuid + "\x00" + job + "\x00" + account + "\x00" + user + "\x00" + ns
+		a := p.allocs[key]
+		if a == nil {
+			a = &alloc{gpu: uuid, node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), job: job,
+				account: account, user: user, namespace: ns, lastSeen: -1}
+			p.allocs[key] = a
+			p.order = append(p.order, key)
+		}
+		counts := make([]float64, n)
+		for _, pt := range ser.Points {
+			if i := int((pt.T.Sub(start) + s/2) / s); i >= 0 && i < n {
+				counts[i] += pt.V
+			}
+		}
+		if byGPU[uuid] == nil {
+			gpus = append(gpus, uuid)
+		}
+		byGPU[uuid] = append(byGPU[uuid], series{a, counts})
+	}
+	sort.Strings(gpus)
+	sec := s.Seconds()
+	ratio := opts.SampleInterval.Seconds() / sec
+	for _, uuid := range gpus {
+		ss := byGPU[uuid]
+		smv, utilv, memv := sm[uuid], util[uuid], mem[uuid]
+		total := totals[uuid]
+		for i := range n {
+			k := 0
+			for _, x := range ss {
+				if x.counts[i] > 0 {
+					k++
+				}
+			}
+			act, src := math.NaN(), ""
+			if smv != nil && !math.IsNaN(smv[i]) {
+				act, src = clamp(smv[i], 0, 1), SourceSMActive
+			} else if utilv != nil && !math.IsNaN(utilv[i]) {
+				act, src = clamp(utilv[i]/100, 0, 1), SourceGPUUtil
+			}
+			used := math.NaN()
+			if memv != nil {
+				used = memv[i]
+			}
+			g := first + i // global step index
+			for _, x := range ss {
+				a := x.a
+				if x.counts[i] <= 0 {
+					continue
+				}
+				if a.lastSeen >= 0 && g-a.lastSeen > 1 {
+					a.gaps += float64(g-a.lastSeen-1) * sec
+					a.closeRun(opts.IdleFor, opts.Step) // a gap breaks an idle run
+				}
+				a.lastSeen = g
+				held := sec * math.Min(1, x.counts[i]*ratio) / float64(k)
+				a.allocated += held
+				switch src {
+				case "":
+					a.unmeasured += held
+					a.closeRun(opts.IdleFor, opts.Step)
+				default:
+					a.measured += held * act
+					if src == SourceSMActive {
+						a.smSeconds += held
+					} else {
+						a.utilSeconds += held
+					}
+					if act < opts.IdleBelow {
+						a.runSeconds += held
+						a.runSteps++
+					} else {
+						a.closeRun(opts.IdleFor, opts.Step)
+					}
+				}
+				if !math.IsNaN(used) && used > a.peakMiB {
+					a.peakMiB = used
+				}
+				if total > a.totalMiB {
+					a.totalMiB = total
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// memTotals is each GPU's framebuffer size in MiB at the end of a chunk:
+// DCGM_FI_DEV_FB_TOTAL where the store has it, else used + free + reserved.
+func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Duration, models map[string]string) (map[string]float64, error) {
+	w := "[" + promDuration(span) + "]"
+	get := func(fn, metric string) (map[string]float64, error) {
+		v, err := q.Instant(ctx, fn+"("+metric+w+")", at)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from the store: %w", metric, err)
+		}
+		m := make(map[string]float64, len(v))
+		for _, sm := range v {
+			uuid := label(sm.Labels, telemetry.DCGMLabelUUID, telemetry.LabelGPUUUID)
+			if uuid == "" || math.IsNaN(sm.Value) {
+				continue
+			}
+			m[uuid] = math.Max(m[uuid], sm.Value)
+			if mod := label(sm.Labels, telemetry.DCGMLabelModelName, telemetry.LabelModel); mod != "" {
+				models[uuid] = mod
+			}
+		}
+		return m, nil
+	}
+	totals, err := get("max_over_time", metricFBTotal)
+	if err != nil || len(totals) > 0 {
+		return totals, err
+	}
+	// No FB_TOTAL (dcgm-exporter's default set has none): the last used +
+	// free + reserved.
+	for _, metric := range []string{metricFBUsed, metricFBFree, metricFBReserved} {
+		part, err := get("last_over_time", metric)
+		if err != nil {
+			return nil, err
+		}
+		for uuid, v := range part {
+			totals[uuid] += v
+		}
+	}
+	return totals, nil
+}
+
+func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }

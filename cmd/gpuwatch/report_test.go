@@ -1,0 +1,134 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/analyzer/report"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/test/realstore"
+)
+
+// TestReportCommand: gpuwatch report against a real gpuwatch server fed by
+// remote write: an hour of job 7 (ml/ann) at 40 % utilization on one GPU is
+// 1 GPU-hour allocated, 0.4 measured; every output format; bad input exits
+// with one line naming what to change.
+func TestReportCommand(t *testing.T) {
+	url, _ := startServerCommand(t, "--out-of-order-window", "6h")
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Hour)
+	var batch []telemetry.Sample
+	for i := range 360 {
+		at := t0.Add(time.Duration(i)*10*time.Second + 5*time.Second)
+		batch = append(batch,
+			telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Time: at, Value: 1, Labels: telemetry.NewLabels(
+				telemetry.LabelNode, "gpu01", telemetry.LabelGPUUUID, "GPU-1", telemetry.LabelJobID, "7",
+				telemetry.LabelAccount, "ml", telemetry.LabelUser, "ann")},
+			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: 40, Labels: telemetry.NewLabels(
+				telemetry.DCGMLabelUUID, "GPU-1", telemetry.DCGMLabelHostname, "gpu01")})
+	}
+	body, err := realstore.EncodeWriteRequest(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusNoContent {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("remote write: %s: %s", resp.Status, msg)
+	}
+	resp.Body.Close()
+	from, to := t0.Format(time.RFC3339), t0.Add(time.Hour).Format(time.RFC3339)
+
+	code, out, errOut := gw(t, "report", "--server", url, "--from", from, "--to", to, "--output", "csv")
+	if code != 0 || !strings.Contains(out, "\nml,1,1,1.00,0.40,40.0%,") || errOut != "" {
+		t.Errorf("csv: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = gw(t, "report", "--server", url, "--from", from, "--to", to)
+	if code != 0 || !strings.Contains(out, "GPU utilization by account") || !strings.Contains(out, "gpu_util") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	for _, f := range []struct{ output, want string }{{"json", `"allocated_gpu_hours": 1`}, {"markdown", "| ann | 1 | 1 | 1.00 | 0.40 | 40.0% |"}, {"html", "<svg"}} {
+		code, out, errOut := gw(t, "report", "--server", url, "--from", from, "--to", to, "--by", "user", "--output", f.output)
+		if code != 0 || !strings.Contains(out, f.want) || errOut != "" {
+			t.Errorf("%s: exit %d, stderr %q, want %q in\n%s", f.output, code, errOut, f.want, out)
+		}
+	}
+
+	// A port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--from", to, "--to", from}, 2, "empty or reversed: --to must be after --from"},
+		{[]string{"--from", from}, 2, "give both --from and --to"},
+		{[]string{"--last", "1h", "--by", "team"}, 2, `--by: unknown grouping "team": want one of account, user, job, namespace, node, model`},
+		{[]string{"--last", "1h", "--output", "pdf"}, 2, "--output: unknown output"},
+		{[]string{"--last", "1h", "--idle-below", "5 percent"}, 2, "--idle-below"},
+		{[]string{"--from", t0.Add(-72 * time.Hour).Format(time.RFC3339), "--to", t0.Add(-71 * time.Hour).Format(time.RFC3339)}, 1, "no GPU was seen allocated"},
+		{[]string{"--server", dead, "--last", "1h"}, 1, "cannot reach the gpuwatch server at " + dead},
+	} {
+		args := append([]string{"report", "--server", url}, c.args...)
+		code, out, errOut := gw(t, args...)
+		if code != c.code || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", c.args, code, out, errOut, c.code, c.want)
+		}
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	for _, c := range []struct {
+		done, total int
+		want        string
+	}{{0, 4, "[········] 0/4 chunks read"}, {1, 4, "[##······] 1/4 chunks read"}, {4, 4, "[########] 4/4 chunks read"}} {
+		if got := progressBar(c.done, c.total, 8); got != c.want {
+			t.Errorf("progressBar(%d, %d) = %q, want %q", c.done, c.total, got, c.want)
+		}
+	}
+	var b bytes.Buffer
+	if isTerminal(&b) {
+		t.Error("a buffer is a terminal")
+	}
+}
+
+// TestReportProgressLines: the progress answer the bar is drawn from, read
+// as the command reads it on a terminal (no terminal in tests, so the bar is
+// asked for directly): the bar reaches the end and the report arrives.
+func TestReportProgressLines(t *testing.T) {
+	url, _ := startServerCommand(t)
+	cf := clientFlags{server: url}
+	c, err := cf.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := neturl.Values{report.ParamLast: {"1h"}} // 360 or 361 steps: one chunk, and one of the previous hour
+	var stderr bytes.Buffer
+	_, err = fetchReport(t.Context(), c, v, true, &stderr)
+	// Nothing was written to this server: the error comes as the last line.
+	if err == nil || !strings.Contains(err.Error(), "no GPU was seen allocated") {
+		t.Errorf("error %v", err)
+	}
+	if !strings.Contains(stderr.String(), "] 1/2 chunks read") || !strings.HasSuffix(stderr.String(), "\r\033[K") {
+		t.Errorf("progress drawn: %q", stderr.String())
+	}
+}
