@@ -110,7 +110,7 @@ func (f *agentFlags) options(stderr io.Writer) (o agent.Options, sim *simNode, e
 		o.NVML = newNVML()
 		return o, nil, nil
 	}
-	// The simulated node has its own files and no DCGM; a flag pointing elsewhere
+	// The simulated node has its own files and its own DCGM; a flag pointing elsewhere
 	// would be silently ignored, so it is an error. Its health state stays in
 	// memory unless asked: a simulated node's state file must never replace a real
 	// node's in /var/lib/gpuwatch.
@@ -317,7 +317,7 @@ func (s *simNode) configure(o *agent.Options) {
 	if o.KubeletSocket == "" {
 		o.KubeletSocket = "-"
 	}
-	o.DCGMDisable = true // no host engine serves a simulated node
+	o.DCGM = s.node.DCGM() // the simulated node's host engine, unless --dcgm.disable
 }
 
 // run advances the simulated node in step with the wall clock at the chosen speed.

@@ -73,6 +73,10 @@ type Options struct {
 
 	DCGMAddress string // default localhost:5555
 	DCGMDisable bool
+	// DCGM is the DCGM library the dcgm source reads profiling fields and health
+	// watches through: nil is go-dcgm (a real node's host engine at DCGMAddress);
+	// a simulated node passes its DCGM() in tests, the demo and --simulate.
+	DCGM dcgm.Library
 
 	KubeletSocket       string        // "" the default socket when present; "-" off
 	AttributionInterval time.Duration // default 10s
@@ -280,7 +284,7 @@ func New(opts Options) (*Agent, error) {
 	sources = append(sources, pci.New(pci.Options{SysfsRoot: opts.SysfsRoot, Now: opts.Now}))
 	if !opts.DCGMDisable {
 		a.dcgm = dcgm.New(dcgm.Options{Address: opts.DCGMAddress, Inventory: a.Inventory, Logger: log,
-			UpdateEvery: opts.Interval, Now: opts.Now})
+			UpdateEvery: opts.Interval, Now: opts.Now, Library: opts.DCGM})
 		sources = append(sources, a.dcgm)
 	}
 	sources = append(sources, a.ib, a.xid)

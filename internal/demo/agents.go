@@ -143,7 +143,7 @@ func (fa *fleetAgents) startAgent(na *nodeAgent, fresh bool) error {
 		// FullEvery ticks. The demo loop calls Collect on that schedule.
 		Interval:       time.Duration(o.FullEvery) * o.Tick,
 		HealthInterval: o.Tick,
-		DCGMDisable:    true, // no host engine serves a simulated node
+		DCGM:           n.DCGM(), // the simulated node's host engine
 		KubeletSocket:  "-",
 		NVLinkDomain:   n.NVLinkDomain(),
 		Leaf:           n.Leaf(),
