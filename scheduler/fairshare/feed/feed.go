@@ -20,8 +20,8 @@ import (
 // Metric names read from the store.
 const (
 	metricAllocation = telemetry.MetricGPUAllocationInfo
-	metricSMActive   = "DCGM_FI_PROF_SM_ACTIVE"
-	metricGPUUtil    = "DCGM_FI_DEV_GPU_UTIL"
+	metricSMActive   = telemetry.DCGMProfSMActive
+	metricGPUUtil    = telemetry.DCGMGPUUtil
 )
 
 // ReadOptions say how to read an interval.
