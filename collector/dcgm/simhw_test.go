@@ -163,13 +163,16 @@ func TestSimulatedDCGMHealth(t *testing.T) {
 		{GPU: 6, Kind: simhw.FaultPower},
 		{GPU: 7, Kind: simhw.FaultRowRemapPending},
 		{GPU: simhw.AllGPUs, Kind: simhw.FaultSXid, SXid: 24007, NVSwitch: 1, Link: 9},
+		{GPU: 0, Kind: simhw.FaultNVLinkCRC, Link: 2, Count: 30000, Duration: 5 * time.Minute}, // 100/s: at the threshold
+		{GPU: 6, Kind: simhw.FaultNVLinkCRC, Link: 5, Count: 60000, Duration: 5 * time.Minute}, // 200/s: above
 	}
 	for _, x := range faults {
 		if err := n.Inject(x); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.Advance(10 * time.Second); err != nil {
+	// The thermal slowdown needs the GPU to heat up (a 40 s time constant).
+	if err := f.Advance(2 * time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	read(t, src)
@@ -190,11 +193,17 @@ func TestSimulatedDCGMHealth(t *testing.T) {
 		{4, "pcie", "fail", "DCGM_FR_XID_ERROR"},
 		{5, "driver", "fail", "DCGM_FR_XID_ERROR"},
 		{6, "power", "warn", "DCGM_FR_CLOCKS_EVENT_POWER"},
+		{6, "nvlink", "warn", "DCGM_FR_NVLINK_ERROR_THRESHOLD"},
 		{7, "mem", "warn", "DCGM_FR_PENDING_ROW_REMAP"},
 	}
 	for _, w := range want {
 		if !slices.Contains(have, w) {
 			t.Errorf("no incident %+v; have %+v", w, have)
+		}
+	}
+	for _, h := range have {
+		if h.gpu == 0 {
+			t.Errorf("GPU 0's CRC storm at DCGM's threshold raised %+v", h)
 		}
 	}
 	sw := false

@@ -34,7 +34,8 @@ import (
 // Health watches report, for the watched systems, what the node's injected
 // faults leave behind, as DCGM's own watches would: double-bit ECC errors and row
 // remapping (mem), a GPU fallen off the bus (pcie, Xid 79), NVLinks down, CRC
-// storms and an unregistered fabric (nvlink), thermal and power slowdowns
+// storms above 100 errors a second on a link and an unregistered fabric
+// (nvlink), thermal and power-brake slowdowns while the clocks are held down
 // (thermal, power), GPU-stopping Xids (driver) and NVSwitch SXids
 // (nvswitch_fatal, nvswitch_nonfatal). An incident lasts while its cause does (a
 // reset or recover clears it).
@@ -262,20 +263,20 @@ func (d *DCGM) Health() (godcgm.HealthResponse, error) {
 			if !l.active {
 				add(godcgm.DCGM_HEALTH_WATCH_NVLINK, fail, gpuE, id, godcgm.DCGM_FR_NVLINK_DOWN,
 					fmt.Sprintf("GPU %d's NvLink link %d is currently down", id, li))
-			} else if l.crcStorm.active() {
+			} else if rate := l.crcStorm.rate(); l.crcStorm.active() && rate > nvlinkCRCPerSecond {
 				add(godcgm.DCGM_HEALTH_WATCH_NVLINK, warn, gpuE, id, godcgm.DCGM_FR_NVLINK_ERROR_THRESHOLD,
-					fmt.Sprintf("Detected %d CRC FLIT NvLink errors on GPU %d's link %d which exceeds threshold of 100", l.crcStorm.done, id, li))
+					fmt.Sprintf("Detected %.0f CRC FLIT NvLink errors per second on GPU %d's link %d which exceeds threshold of %d", rate, id, li, nvlinkCRCPerSecond))
 			}
 		}
 		if g.fabricDown {
 			add(godcgm.DCGM_HEALTH_WATCH_NVLINK, fail, gpuE, id, godcgm.DCGM_FR_FABRIC_MANAGER_TRAINING_ERROR,
 				fmt.Sprintf("GPU %d is not registered in the NVLink fabric: the fabric manager has not finished training.", id))
 		}
-		if g.thermal.on || g.reasons&nvml.ClocksThrottleReasonHwThermalSlowdown != 0 {
+		if g.reasons&(nvml.ClocksThrottleReasonHwThermalSlowdown|nvml.ClocksEventReasonSwThermalSlowdown) != 0 {
 			add(godcgm.DCGM_HEALTH_WATCH_THERMAL, warn, gpuE, id, godcgm.DCGM_FR_CLOCK_THROTTLE_THERMAL,
 				fmt.Sprintf("Clocks event for GPU %d: thermal slowdown at %.0f C.", id, g.tempC))
 		}
-		if g.power.on {
+		if g.reasons&nvml.ClocksThrottleReasonHwPowerBrakeSlowdown != 0 {
 			add(godcgm.DCGM_HEALTH_WATCH_POWER, warn, gpuE, id, godcgm.DCGM_FR_CLOCK_THROTTLE_POWER,
 				fmt.Sprintf("Clocks event for GPU %d: power brake, capped at %.0f W.", id, g.power.level))
 		}
@@ -291,6 +292,10 @@ func (d *DCGM) Health() (godcgm.HealthResponse, error) {
 	}
 	return resp, nil
 }
+
+// nvlinkCRCPerSecond is the CRC error rate on one link above which DCGM's NVLink
+// watch warns.
+const nvlinkCRCPerSecond = 100
 
 // switchErr is an SXid DCGM's NVSwitch watches report until a node-level
 // recover.

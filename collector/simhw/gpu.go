@@ -161,6 +161,14 @@ func (s *spread) take(dt time.Duration) uint64 {
 
 func (s *spread) active() bool { return s.done < s.total }
 
+// rate is the events per second the spread emits.
+func (s *spread) rate() float64 {
+	if s.over <= 0 {
+		return math.Inf(1)
+	}
+	return float64(s.total) / s.over.Seconds()
+}
+
 // kindProfile is how hard a kind of job drives a GPU.
 type kindProfile struct {
 	peakPowerFrac float64 // power demand at 100% util as a fraction of the limit
