@@ -188,7 +188,6 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.Job == "" {
 		return fmt.Errorf("%w: --remote-write.job must not be empty", errUsage)
 	}
-
 	if o.RemoteWriteURL != "" || o.ServerURL != "" {
 		if o.Transport, err = clientTransport(*tokenFile, clientTLS, os.Getenv(auth.EnvToken)); err != nil {
 			return err
