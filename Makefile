@@ -10,7 +10,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages whose tests keep golden files in testdata/ and accept -update.
-GOLDEN_PKGS := ./telemetry/ ./scheduler/fairshare/ ./scheduler/topology/
+GOLDEN_PKGS := ./telemetry/ ./collector/agent/ ./scheduler/fairshare/ ./scheduler/topology/
 # The demo's simulated length and speed: 10 simulated minutes at 20x take about 30 s of wall time.
 DEMO_FLAGS ?= --duration 10m --speed 20
 # `make bench` runs the simulated agent as a real process for this long, scraping it

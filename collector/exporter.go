@@ -26,8 +26,8 @@ type LabelMode string
 // Label modes.
 const (
 	// LabelsDCGM spells them as dcgm-exporter does (gpu, UUID, pci_bus_id, device,
-	// modelName, Hostname, DCGM_FI_DRIVER_VERSION), so its dashboards and alerts work
-	// unchanged. The default.
+	// modelName, hostname, DCGM_FI_DRIVER_VERSION), so its dashboards and alerts work
+	// unchanged. The default. The host-name key is ExporterOptions.HostnameLabel.
 	LabelsDCGM LabelMode = "dcgm"
 	// LabelsSnake uses gpuwatch's lower_snake keys everywhere (node, gpu_index,
 	// gpu_uuid, pci_bus_id, model, driver_version), the same keys as gpuwatch_* series.
@@ -44,9 +44,18 @@ func ParseLabelMode(s string) (LabelMode, error) {
 }
 
 // ExporterOptions configure an Exporter.
+//
+// Every series carries gpuwatch's node label (telemetry.LabelNode), in either
+// mode and beside dcgm-exporter's host-name label: rules, feeds and reports key
+// on it, and a scrape of /metrics gives the label sets remote write ships.
 type ExporterOptions struct {
 	Node   string
 	Labels LabelMode // zero means LabelsDCGM
+	// HostnameLabel is the key of the node's host name on DCGM_FI_* series in
+	// LabelsDCGM mode: telemetry.DCGMLabelHostname ("hostname", dcgm-exporter 4.8
+	// and later; the default) or telemetry.DCGMLabelHostnameLegacy ("Hostname",
+	// before 4.8).
+	HostnameLabel string
 	// Timestamps exposes each sample's collection time. Off by default: Prometheus
 	// does not mark series with explicit timestamps stale when they vanish.
 	Timestamps bool
@@ -88,6 +97,9 @@ type Exporter struct {
 func NewExporter(opts ExporterOptions) *Exporter {
 	if opts.Labels == "" {
 		opts.Labels = LabelsDCGM
+	}
+	if opts.HostnameLabel == "" {
+		opts.HostnameLabel = telemetry.DCGMLabelHostname
 	}
 	if opts.Version == "" {
 		opts.Version = "devel"
@@ -339,8 +351,9 @@ func (e *Exporter) identity(inv *Inventory, i int, family telemetry.MetricFamily
 			add(telemetry.DCGMLabelDevice, "nvidia"+strconv.Itoa(g.Minor))
 		}
 		add(telemetry.DCGMLabelModelName, g.Model)
-		add(telemetry.DCGMLabelHostname, e.opts.Node)
+		add(e.opts.HostnameLabel, e.opts.Node)
 		add(telemetry.DCGMLabelDriverVersion, driver)
+		add(telemetry.LabelNode, e.opts.Node)
 	} else {
 		add(telemetry.LabelNode, e.opts.Node)
 		add(telemetry.LabelGPUIndex, idx)
@@ -478,14 +491,11 @@ func (e *Exporter) sampleLabels(dst []*dto.LabelPair, inv *Inventory, pods map[i
 					e.pair(telemetry.DCGMLabelContainer, a.Container))
 			}
 		}
-	case family == telemetry.FamilyGPUWatch && e.opts.Node != "":
+	case e.opts.Node == "":
+	case family == telemetry.FamilyDCGMExporter && e.opts.Labels != LabelsSnake:
+		labels = append(labels, e.pair(e.opts.HostnameLabel, e.opts.Node), e.pair(telemetry.LabelNode, e.opts.Node))
+	default: // gpuwatch_*, node_infiniband_*, DCGM_FI_* in snake mode
 		labels = append(labels, e.pair(telemetry.LabelNode, e.opts.Node))
-	case family == telemetry.FamilyDCGMExporter && e.opts.Node != "":
-		if e.opts.Labels == LabelsSnake {
-			labels = append(labels, e.pair(telemetry.LabelNode, e.opts.Node))
-		} else {
-			labels = append(labels, e.pair(telemetry.DCGMLabelHostname, e.opts.Node))
-		}
 	}
 	slices.SortStableFunc(labels, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return dedupPairs(labels)

@@ -83,7 +83,9 @@ func label(m *dto.Metric, name string) string {
 
 // TestExporterDCGMLabelsMatchRealScrape checks the DCGM_FI_* label set against a
 // real dcgm-exporter scrape: the same keys, plus pci_bus_id (dcgm-exporter 3.2 and
-// later), minus DCGM_FI_PROCESS_NAME (the exporter's own process, meaningless here).
+// later), minus DCGM_FI_PROCESS_NAME (the exporter's own process, meaningless here),
+// with Hostname spelled hostname (dcgm-exporter 4.8 and later; the scrape is
+// older) unless the old spelling is asked for, plus gpuwatch's node.
 func TestExporterDCGMLabelsMatchRealScrape(t *testing.T) {
 	f, err := os.Open("../telemetry/testdata/dcgm-exporter/datadog-integrations-core_dcgm_tests_fixtures_metrics.txt")
 	if err != nil {
@@ -95,20 +97,30 @@ func TestExporterDCGMLabelsMatchRealScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := labelNames(real[telemetry.DCGMSMClock].Metric[0])
-	want = slices.DeleteFunc(want, func(s string) bool { return s == "DCGM_FI_PROCESS_NAME" })
-	want = append(want, telemetry.DCGMLabelPCIBusID)
-	slices.Sort(want)
+	legacy := labelNames(real[telemetry.DCGMSMClock].Metric[0])
+	legacy = slices.DeleteFunc(legacy, func(s string) bool { return s == "DCGM_FI_PROCESS_NAME" })
+	legacy = append(legacy, telemetry.DCGMLabelPCIBusID, telemetry.LabelNode)
+	slices.Sort(legacy)
+	if !slices.Contains(legacy, telemetry.DCGMLabelHostnameLegacy) {
+		t.Fatalf("the real scrape has no %s label: %v", telemetry.DCGMLabelHostnameLegacy, legacy)
+	}
+	current := slices.Clone(legacy)
+	current[slices.Index(current, telemetry.DCGMLabelHostnameLegacy)] = telemetry.DCGMLabelHostname
+	slices.Sort(current)
 
+	old := parse(t, NewExporter(ExporterOptions{Node: "gpu01", HostnameLabel: telemetry.DCGMLabelHostnameLegacy}).Render(testSnapshot(t)))
+	if m := old[telemetry.DCGMSMClock].Metric[0]; !slices.Equal(labelNames(m), legacy) || label(m, "Hostname") != "gpu01" {
+		t.Errorf("labels with the old host-name key = %v, want %v with Hostname=gpu01", labelNames(m), legacy)
+	}
 	e := NewExporter(ExporterOptions{Node: "gpu01"})
 	got := parse(t, e.Render(testSnapshot(t)))
 	m := got[telemetry.DCGMSMClock].Metric[0]
-	if !slices.Equal(labelNames(m), want) {
-		t.Fatalf("labels = %v, want %v", labelNames(m), want)
+	if !slices.Equal(labelNames(m), current) {
+		t.Fatalf("labels = %v, want %v", labelNames(m), current)
 	}
 	for k, v := range map[string]string{"gpu": "0", "UUID": "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e",
 		"pci_bus_id": "00000000:1B:00.0", "device": "nvidia0", "modelName": "NVIDIA H100 80GB HBM3",
-		"Hostname": "gpu01", "DCGM_FI_DRIVER_VERSION": "570.133.20"} {
+		"hostname": "gpu01", "DCGM_FI_DRIVER_VERSION": "570.133.20", "node": "gpu01"} {
 		if label(m, k) != v {
 			t.Errorf("%s = %q, want %q", k, label(m, k), v)
 		}
@@ -127,8 +139,8 @@ func TestExporterDCGMLabelsMatchRealScrape(t *testing.T) {
 	if label(x, "pci_bus_id") != "0000:1b:00.0" {
 		t.Errorf("gpuwatch pci_bus_id = %q, want the canonical form", label(x, "pci_bus_id"))
 	}
-	// node_exporter series keep node_exporter's keys only.
-	if w := []string{"device", "port"}; !slices.Equal(labelNames(got[telemetry.NodeIBStateID].Metric[0]), w) {
+	// node_exporter series keep node_exporter's keys, plus node.
+	if w := []string{"device", "node", "port"}; !slices.Equal(labelNames(got[telemetry.NodeIBStateID].Metric[0]), w) {
 		t.Errorf("ib labels = %v", labelNames(got[telemetry.NodeIBStateID].Metric[0]))
 	}
 	if label(got[telemetry.MetricNodeGPUs].Metric[0], "node") != "gpu01" {

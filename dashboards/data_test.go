@@ -39,26 +39,12 @@ const (
 // simulated fleet, each with why. The test fails when the panels that come back
 // empty are not exactly these: when what an entry waits for lands, its panel
 // has data and the entry must go.
-var expectedEmpty = map[string]string{
-	// DCGM's profiling fields (DCGM_FI_PROF_*) come only from a DCGM host
-	// engine, and the simulated fleet has no simulated DCGM yet (issue 15 §2).
-	"gpuwatch-gpu/Profiling: engine and pipe activity":        "no simulated DCGM (issue 15 §2)",
-	"gpuwatch-gpu/Profiling: PCIe and NVLink traffic":         "no simulated DCGM (issue 15 §2)",
-	"gpuwatch-teams/Measured GPUs by account, by SM activity": "no simulated DCGM (issue 15 §2)",
-	dcgmUID + "/Tensor Core Utilization":                      "no simulated DCGM (issue 15 §2)",
-}
+var expectedEmpty = map[string]string{}
 
 // knownFailures lists the other problems ("uid/what") the test expects, each
 // with why; like expectedEmpty it must match exactly, so an entry goes when it
 // is fixed.
-var knownFailures = map[string]string{
-	// dcgm-exporter's $instance is label_values(DCGM_FI_DEV_GPU_TEMP, instance):
-	// a scrape adds instance (and job) to every series, remote write does not,
-	// and gpuwatch's shipper does not add them yet (issue 15 §1). Its panels
-	// still return data here: "All" over no values interpolates to "()", which
-	// matches the series without an instance label.
-	dcgmUID + "/variable instance": "remote-written series carry no instance label (issue 15 §1)",
-}
+var knownFailures = map[string]string{}
 
 // fleetRun is the simulated fleet's run, shared by the data tests.
 type fleetRun struct {

@@ -11,8 +11,15 @@ const (
 	DCGMLabelPCIBusID      = "pci_bus_id"             // NVML form, "00000000:1B:00.0" (dcgm-exporter 3.2 and later)
 	DCGMLabelDevice        = "device"                 // device node name, "nvidia0"
 	DCGMLabelModelName     = "modelName"              // "NVIDIA H100 80GB HBM3"
-	DCGMLabelHostname      = "Hostname"               // the node's host name
+	DCGMLabelHostname      = "hostname"               // the node's host name (dcgm-exporter 4.8 and later; see DCGMLabelHostnameLegacy)
 	DCGMLabelDriverVersion = "DCGM_FI_DRIVER_VERSION" // "550.144.03"
+	// DCGMLabelHostnameLegacy is how dcgm-exporter spelled the host-name label
+	// before its 4.8 (NVIDIA/dcgm-exporter#655 renamed Hostname to hostname).
+	// The agent emits it instead of DCGMLabelHostname when asked
+	// (--labels.hostname=Hostname), for dashboards written for the old name;
+	// nothing of gpuwatch reads either: rules, feeds, placement and reports key
+	// on LabelNode, which every series carries.
+	DCGMLabelHostnameLegacy = "Hostname"
 	// MIG: present on series of a MIG instance only.
 	DCGMLabelGPUInstanceProfile = "GPU_I_PROFILE" // "1g.10gb"
 	DCGMLabelGPUInstanceID      = "GPU_I_ID"      // "1"
@@ -30,7 +37,8 @@ var dcgmGPULabels = []string{
 }
 
 // DCGMGPULabels returns the label keys, in dcgm-exporter's order, that every
-// DCGM_FI_* GPU series carries. MIG and pod labels are added where they apply.
+// DCGM_FI_* GPU series carries. MIG and pod labels are added where they apply;
+// gpuwatch adds its own LabelNode to every series it exports.
 func DCGMGPULabels() []string { return append([]string(nil), dcgmGPULabels...) }
 
 // Label keys that node_exporter's infiniband collector puts on its
@@ -48,7 +56,7 @@ const (
 // (slog keys), API documents and the scheduler. A key names one concept everywhere.
 const (
 	// Where: fleet and node.
-	LabelNode         = "node"          // node name as the scheduler knows it
+	LabelNode         = "node"          // node name as the scheduler knows it; on every series the agent exports
 	LabelCluster      = "cluster"       // cluster name, set by the server for multi-cluster stores
 	LabelNVLinkDomain = "nvlink_domain" // NVLink domain (e.g. an NVL72 clique) the node belongs to
 	LabelSwitch       = "switch"        // a fabric switch: GUID or name
@@ -124,6 +132,17 @@ var labelKeys = []string{
 	LabelJobID, LabelAccount, LabelUser, LabelPartition, LabelQueue, LabelPod,
 	LabelNamespace, LabelContainer,
 }
+
+// The labels a Prometheus scrape adds to every series: the target's address and
+// the scrape job. The agent's remote write adds the same two (with what a scrape
+// of it would give), so a store fed either way holds the same label sets. They
+// are not gpuwatch label keys (LabelKeys): gpuwatch never keys on them.
+const (
+	LabelInstance = "instance"
+	LabelJob      = "job"
+	// DefaultJob is the job label the agent's remote write gives its series.
+	DefaultJob = "gpuwatch"
+)
 
 // LabelKeys returns gpuwatch's own label keys. All are lower_snake.
 func LabelKeys() []string { return append([]string(nil), labelKeys...) }

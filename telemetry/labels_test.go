@@ -27,7 +27,7 @@ func TestLabelKeysAreLowerSnake(t *testing.T) {
 func TestDCGMLabelSpelling(t *testing.T) {
 	// Spelled as dcgm-exporter emits them; metrics_test.go also checks them against a
 	// real scrape.
-	want := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"}
+	want := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "hostname", "DCGM_FI_DRIVER_VERSION"}
 	got := DCGMGPULabels()
 	if len(got) != len(want) {
 		t.Fatalf("DCGMGPULabels() = %v, want %v", got, want)
@@ -36,6 +36,14 @@ func TestDCGMLabelSpelling(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("DCGMGPULabels()[%d] = %q, want %q", i, got[i], want[i])
 		}
+	}
+	// dcgm-exporter before 4.8 (NVIDIA/dcgm-exporter#655).
+	if DCGMLabelHostnameLegacy != "Hostname" {
+		t.Errorf("legacy host-name label %q", DCGMLabelHostnameLegacy)
+	}
+	// What a Prometheus scrape adds, and the shipper with it.
+	if LabelInstance != "instance" || LabelJob != "job" {
+		t.Errorf("scrape labels %q %q", LabelInstance, LabelJob)
 	}
 	if DCGMLabelGPUInstanceProfile != "GPU_I_PROFILE" || DCGMLabelGPUInstanceID != "GPU_I_ID" {
 		t.Errorf("MIG labels %q %q", DCGMLabelGPUInstanceProfile, DCGMLabelGPUInstanceID)

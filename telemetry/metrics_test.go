@@ -466,16 +466,17 @@ func TestDCGMExporterScrape(t *testing.T) {
 			t.Errorf("%s: type %s, the scrape says %s", name, d.Type, e.typ[name])
 		}
 	}
-	// Label keys: what the scrape's samples carry is what labels.go spells.
+	// Label keys: what the scrape's samples carry is what labels.go spells. The
+	// scrape predates dcgm-exporter 4.8, which renamed Hostname to hostname.
 	for _, k := range []string{DCGMLabelGPU, DCGMLabelUUID, DCGMLabelDevice, DCGMLabelModelName,
-		DCGMLabelHostname, DCGMLabelDriverVersion, DCGMLabelPod, DCGMLabelNamespace, DCGMLabelContainer} {
+		DCGMLabelHostnameLegacy, DCGMLabelDriverVersion, DCGMLabelPod, DCGMLabelNamespace, DCGMLabelContainer} {
 		if !e.labels[k] {
 			t.Errorf("label %q is not on any sample of the real scrape", k)
 		}
 	}
 	known := map[string]bool{}
 	for _, k := range []string{DCGMLabelGPU, DCGMLabelUUID, DCGMLabelPCIBusID, DCGMLabelDevice,
-		DCGMLabelModelName, DCGMLabelHostname, DCGMLabelDriverVersion, DCGMLabelGPUInstanceProfile,
+		DCGMLabelModelName, DCGMLabelHostname, DCGMLabelHostnameLegacy, DCGMLabelDriverVersion, DCGMLabelGPUInstanceProfile,
 		DCGMLabelGPUInstanceID, DCGMLabelPod, DCGMLabelNamespace, DCGMLabelContainer} {
 		known[k] = true
 	}

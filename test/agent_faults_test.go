@@ -181,7 +181,7 @@ func newSteppingAgent(t *testing.T, url string, faults string, mod func(*agent.O
 	o := agent.Options{
 		Node: n.Name(), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 		KmsgFromStart: true, KmsgPoll: 5 * time.Millisecond, BootTime: func() (time.Time, error) { return boot, nil },
-		BootID: "e2e", DCGMDisable: true, KubeletSocket: "-", StateDir: t.TempDir(),
+		BootID: "e2e", DCGM: n.DCGM(), KubeletSocket: "-", StateDir: t.TempDir(),
 		Now:      func() time.Time { return f.Now().Add(time.Duration(s.offset.Load())) },
 		Interval: 10 * time.Second, HealthInterval: time.Second,
 		RemoteWriteURL: url, QueueDir: t.TempDir(),

@@ -150,7 +150,7 @@ func TestXidAlertReachesAlertmanager(t *testing.T) {
 	a, err := agent.New(agent.Options{
 		Node: node, NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 		KmsgFromStart: true, KmsgPoll: 5 * time.Millisecond, BootTime: func() (time.Time, error) { return boot, nil },
-		BootID: "e2e", DCGMDisable: true, KubeletSocket: "-", Now: f.Now,
+		BootID: "e2e", DCGM: n.DCGM(), KubeletSocket: "-", Now: f.Now,
 		Interval: time.Second, HealthInterval: 250 * time.Millisecond,
 		RemoteWriteURL: gs.URL + "/api/v1/write", QueueDir: t.TempDir(),
 	})

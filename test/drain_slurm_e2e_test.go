@@ -101,7 +101,7 @@ func (lf *liveFleet) startAgent(i int, fresh bool) {
 	a, err := agent.New(agent.Options{
 		Node: slurmName(i), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 		KmsgFromStart: fresh, KmsgPoll: 5 * time.Millisecond, BootTime: func() (time.Time, error) { return boot, nil },
-		BootID: fmt.Sprintf("boot-%d", lf.boots[i]), DCGMDisable: true, KubeletSocket: "-", Now: lf.fleet.Now,
+		BootID: fmt.Sprintf("boot-%d", lf.boots[i]), DCGM: n.DCGM(), KubeletSocket: "-", Now: lf.fleet.Now,
 		Interval: 10 * time.Second, HealthInterval: lf.interval, ServerURL: lf.server,
 	})
 	if err != nil {

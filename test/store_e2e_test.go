@@ -37,7 +37,7 @@ func newShippingAgent(t *testing.T, url string) *shippingAgent {
 	a, err := agent.New(agent.Options{
 		Node: n.Name(), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 		KmsgFromStart: true, KmsgPoll: 5 * time.Millisecond, BootTime: func() (time.Time, error) { return boot, nil },
-		BootID: "e2e", DCGMDisable: true, KubeletSocket: "-", Now: f.Now,
+		BootID: "e2e", DCGM: n.DCGM(), KubeletSocket: "-", Now: f.Now,
 		Interval: time.Second, HealthInterval: time.Second,
 		RemoteWriteURL: url, QueueDir: t.TempDir(),
 	})

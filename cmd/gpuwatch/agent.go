@@ -22,6 +22,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/serve"
 	"github.com/gpuwatch/gpuwatch/internal/tlsconf"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // agentFlags are the flags `gpuwatch agent` and `gpuwatch check` share: where the
@@ -110,7 +111,7 @@ func (f *agentFlags) options(stderr io.Writer) (o agent.Options, sim *simNode, e
 		o.NVML = newNVML()
 		return o, nil, nil
 	}
-	// The simulated node has its own files and no DCGM; a flag pointing elsewhere
+	// The simulated node has its own files and its own DCGM; a flag pointing elsewhere
 	// would be silently ignored, so it is an error. Its health state stays in
 	// memory unless asked: a simulated node's state file must never replace a real
 	// node's in /var/lib/gpuwatch.
@@ -137,7 +138,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f agentFlags
 	f.register(fs, "/var/lib/gpuwatch")
 	listen := fs.String("listen", ":9400", "address to serve /metrics, /health, /topology, /healthz and /debug/pprof on")
-	fs.StringVar(&f.labels, "labels", "dcgm", "label keys on DCGM_FI_* series: dcgm (dcgm-exporter's: gpu, UUID, modelName, Hostname, ...) or snake (gpuwatch's lower_snake: gpu_index, gpu_uuid, model, node, ...)")
+	fs.StringVar(&f.labels, "labels", "dcgm", "label keys on DCGM_FI_* series: dcgm (dcgm-exporter's: gpu, UUID, modelName, hostname, ...) or snake (gpuwatch's lower_snake: gpu_index, gpu_uuid, model, ...); every series carries node either way")
+	fs.StringVar(&f.o.HostnameLabel, "labels.hostname", "hostname", "with --labels dcgm: the host-name label's key, hostname (dcgm-exporter 4.8 and later) or Hostname (before 4.8, for dashboards written for it)")
 	fs.BoolVar(&f.o.Timestamps, "metrics.timestamps", false, "expose each sample's collection time on /metrics (Prometheus then stops marking vanished series stale)")
 	// Remote write (collector/shipper).
 	fs.StringVar(&f.o.RemoteWriteURL, "remote-write", "", "remote-write 1.0 endpoint to ship every sample to: the gpuwatch server's, VictoriaMetrics's or Prometheus's http://HOST:PORT/api/v1/write")
@@ -145,6 +147,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.o.RemoteWriteUnchanged, "remote-write.unchanged-interval", 0, "with --remote-write: the longest a series whose value has not changed goes unshipped; a change ships at once (0: --collect.interval; negative: ship every sample, health-critical fields every --collect.health-interval)")
 	fs.StringVar(&f.o.QueueDir, "queue.dir", "", "with --remote-write: directory of the on-disk queue that holds samples while the store is unreachable and across restarts (\"\": memory only)")
 	fs.Int64Var(&f.o.QueueMaxBytes, "queue.max-bytes", 256<<20, "with --remote-write: bound of the queue in bytes; past it the oldest samples are dropped and counted")
+	fs.StringVar(&f.o.Instance, "remote-write.instance", "", "with --remote-write: the instance label added to every series, as a Prometheus scrape of this agent would add it (default: --listen with an unspecified host replaced by --node, e.g. gpu07:9400)")
+	fs.StringVar(&f.o.Job, "remote-write.job", telemetry.DefaultJob, "with --remote-write: the job label added to every series, as a scrape job of that name would add it")
 	// What the agent sends with: its token and the TLS files to trust the server with.
 	tokenFile := fs.String("auth.token-file", "", "file holding this agent's bearer token, sent with remote write and health push (a token with role agent; default: $"+auth.EnvToken+")")
 	var clientTLS tlsconf.ClientFiles
@@ -179,6 +183,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.QueueMaxBytes <= 0 {
 		return fmt.Errorf("%w: --queue.max-bytes must be positive, got %d", errUsage, o.QueueMaxBytes)
 	}
+	if o.RemoteWriteURL == "" && (f.set("remote-write.instance") || f.set("remote-write.job")) {
+		return fmt.Errorf("%w: --remote-write.instance and --remote-write.job need --remote-write", errUsage)
+	}
+	if o.Job == "" {
+		return fmt.Errorf("%w: --remote-write.job must not be empty", errUsage)
+	}
 	if o.RemoteWriteURL != "" || o.ServerURL != "" {
 		if o.Transport, err = clientTransport(*tokenFile, clientTLS, os.Getenv(auth.EnvToken)); err != nil {
 			return err
@@ -190,14 +200,22 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(o)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		a.Close()
 		return fmt.Errorf("cannot listen on %s: %w", *listen, err)
+	}
+	if o.Instance == "" {
+		// What a scrape would reach: the port bound (--listen :0 picks one).
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		if o.Instance, err = scrapeInstance(*listen, port, o.Node); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	a, err := agent.New(o)
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	authOpts.Required = agentRequiredRole
 	authOpts.Logger = o.Logger.With("component", "auth")
@@ -227,6 +245,26 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return first
 	}
 	return nil
+}
+
+// scrapeInstance is the instance label a Prometheus scrape of the agent would
+// give its series: the listen address's host and the port bound, an unspecified
+// host (":9400", "0.0.0.0:9400", "[::]:9400") replaced by the node name, or the
+// host name when the node is not given either.
+func scrapeInstance(listen, port, node string) (string, error) {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("%w: --listen %q: %v", errUsage, listen, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = node
+		if host == "" {
+			if host, err = os.Hostname(); err != nil {
+				return "", fmt.Errorf("no --node or --remote-write.instance given and the host name is unreadable: %w", err)
+			}
+		}
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // agentRequiredRole is the agent listener's access table: /healthz is open,
@@ -318,7 +356,7 @@ func (s *simNode) configure(o *agent.Options) {
 	if o.KubeletSocket == "" {
 		o.KubeletSocket = "-"
 	}
-	o.DCGMDisable = true // no host engine serves a simulated node
+	o.DCGM = s.node.DCGM() // the simulated node's host engine, unless --dcgm.disable
 }
 
 // run advances the simulated node in step with the wall clock at the chosen speed.

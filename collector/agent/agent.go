@@ -70,9 +70,18 @@ type Options struct {
 
 	Labels     collector.LabelMode // default dcgm
 	Timestamps bool
+	// HostnameLabel is the key of the host name on DCGM_FI_* series with dcgm
+	// labels: telemetry.DCGMLabelHostname ("hostname", dcgm-exporter 4.8 and
+	// later; the default) or telemetry.DCGMLabelHostnameLegacy ("Hostname").
+	// Every series carries node whichever it is.
+	HostnameLabel string
 
 	DCGMAddress string // default localhost:5555
 	DCGMDisable bool
+	// DCGM is the DCGM library the dcgm source reads profiling fields and health
+	// watches through: nil is go-dcgm (a real node's host engine at DCGMAddress);
+	// a simulated node passes its DCGM() in tests, the demo and --simulate.
+	DCGM dcgm.Library
 
 	KubeletSocket       string        // "" the default socket when present; "-" off
 	AttributionInterval time.Duration // default 10s
@@ -93,6 +102,12 @@ type Options struct {
 	RemoteWriteURL string
 	QueueDir       string
 	QueueMaxBytes  int64
+	// Instance and Job are the instance and job labels remote write adds to
+	// every series, as a Prometheus scrape of /metrics adds them, so a store fed
+	// either way holds the same label sets. Instance is the address a scrape
+	// would reach the agent at (default: the node name); Job defaults to
+	// telemetry.DefaultJob.
+	Instance, Job string
 	// RemoteWriteUnchanged is the longest a series whose value has not changed
 	// goes unshipped (0: Interval, so health-critical fields read every second
 	// cost the store their changes and one sample per full cycle; negative: ship
@@ -192,6 +207,20 @@ func (o *Options) fill() error {
 	if _, err := collector.ParseLabelMode(string(o.Labels)); err != nil {
 		return err
 	}
+	switch o.HostnameLabel {
+	case "":
+		o.HostnameLabel = telemetry.DCGMLabelHostname
+	case telemetry.DCGMLabelHostname, telemetry.DCGMLabelHostnameLegacy:
+	default:
+		return fmt.Errorf("host-name label %q: want %s (dcgm-exporter 4.8 and later) or %s (before)",
+			o.HostnameLabel, telemetry.DCGMLabelHostname, telemetry.DCGMLabelHostnameLegacy)
+	}
+	if o.Instance == "" {
+		o.Instance = o.Node
+	}
+	if o.Job == "" {
+		o.Job = telemetry.DefaultJob
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -280,7 +309,7 @@ func New(opts Options) (*Agent, error) {
 	sources = append(sources, pci.New(pci.Options{SysfsRoot: opts.SysfsRoot, Now: opts.Now}))
 	if !opts.DCGMDisable {
 		a.dcgm = dcgm.New(dcgm.Options{Address: opts.DCGMAddress, Inventory: a.Inventory, Logger: log,
-			UpdateEvery: opts.Interval, Now: opts.Now})
+			UpdateEvery: opts.Interval, Now: opts.Now, Library: opts.DCGM})
 		sources = append(sources, a.dcgm)
 	}
 	sources = append(sources, a.ib, a.xid)
@@ -299,7 +328,8 @@ func New(opts Options) (*Agent, error) {
 			unchanged = 0
 		}
 		a.Shipper, err = shipper.New(shipper.Options{URL: opts.RemoteWriteURL, QueueDir: opts.QueueDir,
-			MaxBytes: opts.QueueMaxBytes, ExtraLabels: telemetry.NewLabels(telemetry.LabelNode, opts.Node),
+			MaxBytes: opts.QueueMaxBytes, ExtraLabels: telemetry.NewLabels(telemetry.LabelNode, opts.Node,
+				telemetry.LabelInstance, opts.Instance, telemetry.LabelJob, opts.Job),
 			UnchangedInterval: unchanged, Version: opts.Version, Logger: log, Now: opts.Now, Client: client(opts.Transport)})
 		if err != nil {
 			return nil, err
@@ -320,7 +350,7 @@ func New(opts Options) (*Agent, error) {
 	if a.attr != nil {
 		attributor = a.attr
 	}
-	a.Exporter = collector.NewExporter(collector.ExporterOptions{Node: opts.Node, Labels: opts.Labels,
+	a.Exporter = collector.NewExporter(collector.ExporterOptions{Node: opts.Node, Labels: opts.Labels, HostnameLabel: opts.HostnameLabel,
 		Timestamps: opts.Timestamps, Attributor: attributor, Version: opts.Version})
 	a.Runner, err = collector.NewRunner(collector.RunnerOptions{
 		Sources: sources, Derivers: []collector.Deriver{eng}, Inventory: a.Inventory,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func newSimAgentWith(t *testing.T, spec simhw.FleetSpec, before func(*simhw.Node
 		Node: n.Name(), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 		KmsgFromStart: true, KmsgPoll: 5 * time.Millisecond,
 		BootTime: func() (time.Time, error) { return boot, nil }, BootID: "sim-boot",
-		StateDir: t.TempDir(), DCGMDisable: true, KubeletSocket: "-",
+		StateDir: t.TempDir(), DCGM: n.DCGM(), KubeletSocket: "-",
 		Interval: 10 * time.Second, HealthInterval: time.Second, Now: f.Now,
 	}
 	if mod != nil {
@@ -163,22 +164,22 @@ next:
 }
 
 // TestAgentHealthyNode: a healthy simulated HGX H100 comes up healthy, every source
-// is up except DCGM (disabled), and /metrics carries every series its sources
-// promise, with dcgm-exporter's labels.
+// is up (DCGM through the node's simulated host engine), and /metrics carries
+// every series its sources promise, DCGM's profiling fields included, with
+// dcgm-exporter's labels.
 func TestAgentHealthyNode(t *testing.T) {
 	s := newSimAgent(t, simhw.FleetSpec{Seed: 3}, nil)
 	s.step(0)
 	s.step(10 * time.Second)
 	fams := s.metrics()
-	for _, src := range []string{"nvml", "nvlink", "pci", "infiniband", "xid", "topology", "attribution", "health"} {
+	for _, src := range []string{"nvml", "nvlink", "pci", "dcgm", "infiniband", "xid", "topology", "attribution", "health"} {
 		if v, ok := value(fams, telemetry.MetricSourceUp, map[string]string{"source": src}); !ok || v != 1 {
 			code, b := s.get("/sources")
 			t.Errorf("source %s up = %v (present %v); /sources %d:\n%s", src, v, ok, code, b)
 		}
 	}
-	// What an HGX H100 with no DCGM host engine cannot have: DCGM's profiling
-	// fields, a fan, retired pages (it remaps rows), and series that only exist
-	// once something happens.
+	// What an HGX H100 cannot have: a fan, retired pages (it remaps rows), and
+	// series that only exist once something happens.
 	absent := map[string]string{
 		telemetry.DCGMFanSpeed:   "SXM modules have no fan",
 		telemetry.DCGMRetiredSBE: "Hopper remaps rows instead of retiring pages", telemetry.DCGMRetiredDBE: "", telemetry.DCGMRetiredPending: "",
@@ -191,9 +192,6 @@ func TestAgentHealthyNode(t *testing.T) {
 		telemetry.NodeIBPortDiscardsReceivedTotal: "mlx5 has no port_rcv_discards (the real H100 fixture neither)",
 	}
 	for _, d := range telemetry.Metrics() {
-		if d.Source == telemetry.SourceDCGM {
-			continue
-		}
 		if _, ok := absent[d.Name]; ok {
 			continue
 		}
@@ -204,7 +202,7 @@ func TestAgentHealthyNode(t *testing.T) {
 			t.Errorf("%s (%s) missing from /metrics", d.Name, d.Source)
 		}
 	}
-	if v, ok := value(fams, telemetry.DCGMGPUTemp, map[string]string{"gpu": "7", "Hostname": s.node.Name(), "modelName": "NVIDIA H100 80GB HBM3"}); !ok || v <= 0 {
+	if v, ok := value(fams, telemetry.DCGMGPUTemp, map[string]string{"gpu": "7", "hostname": s.node.Name(), "node": s.node.Name(), "modelName": "NVIDIA H100 80GB HBM3"}); !ok || v <= 0 {
 		t.Errorf("DCGM_FI_DEV_GPU_TEMP gpu 7 = %v, %v", v, ok)
 	}
 	if v, _ := value(fams, telemetry.MetricGPUHealthState, map[string]string{"gpu_index": "0"}); v != 0 {
@@ -367,14 +365,20 @@ func TestAgentRealFixtures(t *testing.T) {
 		t.Errorf("action %s, want DRAIN_AND_RESET (48 with 63); summary %s", r.Action, r.Summary())
 	}
 
-	// node_exporter's expected output for its own fixture, line for line.
+	// node_exporter's expected output for its own fixture, line for line, once
+	// the node label gpuwatch puts on every series is set aside.
 	want, err := os.ReadFile("../infiniband/testdata/node-exporter/e2e-infiniband.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, raw := s.get("/metrics")
 	have := map[string]bool{}
+	nodeLabel := telemetry.LabelNode + "=" + strconv.Quote(s.node.Name())
 	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "node_infiniband_") && !strings.Contains(l, nodeLabel) {
+			t.Errorf("no %s on %s", nodeLabel, l)
+		}
+		l = strings.Replace(strings.Replace(l, ","+nodeLabel, "", 1), nodeLabel+",", "", 1)
 		have[l] = true
 	}
 	n := 0
@@ -394,6 +398,7 @@ func TestAgentRealFixtures(t *testing.T) {
 
 // checkLabelsDeclared fails for any exported label the catalog does not declare
 // for its series: the catalog is what docs/metrics.md and dashboards rely on.
+// node is on every series (collector.ExporterOptions).
 func checkLabelsDeclared(t *testing.T, fams map[string]*dto.MetricFamily) {
 	t.Helper()
 	for name, f := range fams {
@@ -404,7 +409,7 @@ func checkLabelsDeclared(t *testing.T, fams map[string]*dto.MetricFamily) {
 			}
 			continue
 		}
-		allowed := map[string]bool{}
+		allowed := map[string]bool{telemetry.LabelNode: true}
 		for _, l := range d.Labels {
 			allowed[l] = true
 		}

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,4 +88,113 @@ func TestAgentRemoteWrites(t *testing.T) {
 		t.Errorf("source_up{source=shipper} = %v (present %v)", v, ok)
 	}
 	checkLabelsDeclared(t, fams)
+}
+
+// TestRemoteWriteLabelsMatchScrape: what the agent remote-writes carries the
+// label sets a Prometheus scrape of its /metrics stores, instance and job
+// included (the scraper adds those two; the shipper adds the same values), so
+// a store fed either way holds the same series; DCGM's profiling fields among
+// them.
+func TestRemoteWriteLabelsMatchScrape(t *testing.T) {
+	const instance = "10.1.2.3:9400"
+	var mu sync.Mutex
+	shipped := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		raw, err := snappy.Decode(nil, body)
+		var wr prompb.WriteRequest
+		if err == nil {
+			err = wr.Unmarshal(raw)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ts := range wr.Timeseries {
+			kv := map[string]string{}
+			for _, l := range ts.Labels {
+				kv[l.Name] = l.Value
+			}
+			shipped[seriesKey(kv)] = true
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	s := newSimAgent(t, simhw.FleetSpec{Seed: 5}, func(o *Options) {
+		o.RemoteWriteURL = srv.URL + "/api/v1/write"
+		o.Instance = instance
+	})
+	s.step(0)
+	s.step(10 * time.Second)
+	scraped := map[string]bool{}
+	for name, fam := range s.metrics() {
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") || strings.HasPrefix(name, "promhttp_") {
+			continue // scrape-only: the HTTP handler adds them
+		}
+		for _, m := range fam.Metric {
+			// What a scrape with job_name "gpuwatch" of target 10.1.2.3:9400 stores.
+			kv := map[string]string{"__name__": name, telemetry.LabelInstance: instance, telemetry.LabelJob: telemetry.DefaultJob}
+			for _, l := range m.Label {
+				kv[l.GetName()] = l.GetValue()
+			}
+			scraped[seriesKey(kv)] = true
+		}
+	}
+	var missing []string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		missing = missing[:0]
+		mu.Lock()
+		for k := range scraped {
+			if !shipped[k] {
+				missing = append(missing, k)
+			}
+		}
+		mu.Unlock()
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	slices.Sort(missing)
+	for _, k := range missing {
+		t.Errorf("scraped but not shipped with the same labels: %s", k)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	prof := 0
+	for k := range shipped {
+		if !scraped[k] && !strings.HasPrefix(k, "gpuwatch_shipper_") {
+			t.Errorf("shipped but no scrape gives it: %s", k)
+		}
+		if strings.HasPrefix(k, telemetry.DCGMProfPipeTensorActive+"{") {
+			prof++
+		}
+	}
+	if prof != 8 {
+		t.Errorf("%d GPUs shipped %s, want 8", prof, telemetry.DCGMProfPipeTensorActive)
+	}
+}
+
+// seriesKey writes a series as name{k="v",…} with its labels sorted.
+func seriesKey(kv map[string]string) string {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		if k != "__name__" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteString(kv["__name__"] + "{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + strconv.Quote(kv[k]))
+	}
+	b.WriteByte('}')
+	return b.String()
 }

@@ -3,6 +3,15 @@
 // pipes, PCIe and NVLink bytes) and DCGM's health watches, read from a DCGM host
 // engine through github.com/NVIDIA/go-dcgm.
 //
+// # The seam
+//
+// The source talks to DCGM only through Library, an interface shaped like
+// go-dcgm's API and spoken in its types (connect, the GPUs, field watches,
+// latest values, health watches and the health check). A real node uses go-dcgm
+// over libdcgm.so.4 (Options.Library nil); a simulated node passes its
+// collector/simhw DCGM, so the source below runs unchanged against simulated
+// hardware, as the NVML sources run against the simulated NVML.
+//
 // # When DCGM is absent
 //
 // Most nodes run no host engine, and many have no libdcgm.so.4 at all (go-dcgm opens
@@ -16,9 +25,10 @@
 // successful Init: any other call made after a failed Init (or without Init) jumps to
 // an unresolved symbol and kills the process, which no recover can catch. Every
 // library call here therefore sits behind a small state machine (down → connecting →
-// up → down, in source.go; library.go guards each call) that only calls the library in the up state, or from the
-// connection attempt once Init has succeeded; the state machine is tested with a
-// fake library, and the real library is tested on a machine without DCGM.
+// up → down, in source.go; library.go guards each call) that only calls the library
+// in the up state, or from the connection attempt once Init has succeeded; the state
+// machine is tested with a fake Library, the source end to end with the simulated
+// one, and the real library on a machine without DCGM.
 //
 // # What it emits
 //

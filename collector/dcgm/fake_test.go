@@ -32,7 +32,7 @@ type fakeLib struct {
 
 	connectErr  error
 	block       chan struct{} // Connect waits for it when non-nil
-	gpus        []dcgmGPU
+	gpus        []godcgm.Device
 	watchErr    error
 	healthWErr  error
 	values      []godcgm.FieldValue_v2
@@ -84,7 +84,7 @@ func (f *fakeLib) Disconnect() error {
 	return nil
 }
 
-func (f *fakeLib) GPUs() ([]dcgmGPU, error) {
+func (f *fakeLib) GPUs() ([]godcgm.Device, error) {
 	if !f.check("GPUs") {
 		return nil, errors.New("not connected")
 	}
@@ -196,9 +196,9 @@ func inventory() *collector.Inventory {
 	}}
 }
 
-var twoGPUs = []dcgmGPU{
-	{ID: 0, UUID: "GPU-bbbbbbbb-0000-0000-0000-000000000000"}, // NVML index 1
-	{ID: 1, UUID: "GPU-aaaaaaaa-0000-0000-0000-000000000000"}, // NVML index 0
+var twoGPUs = []godcgm.Device{
+	{GPU: 0, UUID: "GPU-bbbbbbbb-0000-0000-0000-000000000000"}, // NVML index 1
+	{GPU: 1, UUID: "GPU-aaaaaaaa-0000-0000-0000-000000000000"}, // NVML index 0
 }
 
 // fv builds a FieldValue_v2 the way go-dcgm fills it.

@@ -78,19 +78,19 @@ type gpuMap map[uint]int
 // know is left out and reported in the error (its values would carry the wrong
 // identity); with no inventory the DCGM id is taken as the NVML index, which is what
 // DCGM assigns on a node without GPU exclusions.
-func mapGPUs(gpus []dcgmGPU, inv *collector.Inventory) (gpuMap, error) {
+func mapGPUs(gpus []godcgm.Device, inv *collector.Inventory) (gpuMap, error) {
 	m := make(gpuMap, len(gpus))
 	var unknown []string
 	for _, g := range gpus {
 		if inv == nil {
-			m[g.ID] = int(g.ID)
+			m[g.GPU] = int(g.GPU)
 			continue
 		}
 		if info, ok := inv.ByUUID(g.UUID); ok {
-			m[g.ID] = info.Index
+			m[g.GPU] = info.Index
 			continue
 		}
-		unknown = append(unknown, fmt.Sprintf("DCGM GPU %d (%q)", g.ID, g.UUID))
+		unknown = append(unknown, fmt.Sprintf("DCGM GPU %d (%q)", g.GPU, g.UUID))
 	}
 	if len(unknown) > 0 {
 		return m, fmt.Errorf("not in the NVML inventory, left out: %v", unknown)

@@ -11,18 +11,26 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 )
 
-// library is the part of DCGM the source uses. The source calls Connect first and
-// every other method only after Connect succeeded and before Disconnect; the conn
-// state machine enforces that order, because go-dcgm kills the process when it is
-// broken. Tests substitute a fake.
-type library interface {
+// Library is the part of DCGM the source uses: the seam at the hardware boundary,
+// shaped like go-dcgm's API (Init, field groups and watches, latest values, health
+// watches and their incidents) and spoken in go-dcgm's own types. On a real node it
+// is go-dcgm over libdcgm.so.4 (Options.Library nil); collector/simhw implements it
+// per simulated node, and the source runs unchanged against either.
+//
+// The source calls Connect first and every other method only after Connect
+// succeeded and before Disconnect; the source's state machine and a guard around
+// the Library enforce that order, because go-dcgm kills the process when it is
+// broken. A Library need not be safe for concurrent use: the source serializes its
+// calls.
+type Library interface {
 	// Connect initializes DCGM: an embedded host engine, or a connection to
 	// address ("host:port", "unix:///path" or "/path" of a unix socket).
 	Connect(embedded bool, address string) error
 	// Disconnect releases what Connect and the watches created.
 	Disconnect() error
-	// GPUs lists the DCGM-supported GPUs with their UUIDs.
-	GPUs() ([]dcgmGPU, error)
+	// GPUs lists the DCGM-supported GPUs (go-dcgm's GetSupportedDevices and
+	// GetDeviceInfo); the source uses each Device's GPU id and UUID.
+	GPUs() ([]godcgm.Device, error)
 	// WatchFields starts DCGM sampling fields on gpus every period.
 	WatchFields(gpus []uint, fields []godcgm.Short, every time.Duration) error
 	// WatchHealth enables the health watches of systems on gpus.
@@ -33,13 +41,7 @@ type library interface {
 	Health() (godcgm.HealthResponse, error)
 }
 
-// dcgmGPU is one GPU as DCGM knows it.
-type dcgmGPU struct {
-	ID   uint
-	UUID string
-}
-
-// goDCGM is library on go-dcgm and libdcgm.so.4.
+// goDCGM is the Library on go-dcgm and libdcgm.so.4.
 type goDCGM struct {
 	group       godcgm.GroupHandle
 	fieldGroup  godcgm.FieldHandle
@@ -88,7 +90,7 @@ func (g *goDCGM) Disconnect() (err error) {
 	return errors.Join(errs...)
 }
 
-func (g *goDCGM) GPUs() (out []dcgmGPU, err error) {
+func (g *goDCGM) GPUs() (out []godcgm.Device, err error) {
 	defer recoverInto(&err, "list GPUs")
 	ids, err := godcgm.GetSupportedDevices()
 	if err != nil {
@@ -99,7 +101,7 @@ func (g *goDCGM) GPUs() (out []dcgmGPU, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("GPU %d: %w", id, err)
 		}
-		out = append(out, dcgmGPU{ID: id, UUID: d.UUID})
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -176,12 +178,12 @@ func recoverInto(err *error, what string) {
 // errNotConnected is what guard answers for a call made without a connection.
 var errNotConnected = errors.New("dcgm: not connected (no successful Init)")
 
-// guard wraps a library so that no call but Connect reaches it unless Connect has
+// guard wraps a Library so that no call but Connect reaches it unless Connect has
 // succeeded and Disconnect has not been called since: the last line of defence
 // against go-dcgm's crash on a call after a failed Init. It is not safe for
 // concurrent use; Source serializes calls with libMu.
 type guard struct {
-	lib library
+	lib Library
 	up  bool
 }
 
@@ -202,7 +204,7 @@ func (g *guard) Disconnect() error {
 	return g.lib.Disconnect()
 }
 
-func (g *guard) GPUs() ([]dcgmGPU, error) {
+func (g *guard) GPUs() ([]godcgm.Device, error) {
 	if !g.up {
 		return nil, errNotConnected
 	}

@@ -48,6 +48,9 @@ type Options struct {
 	HealthSystems uint
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Library is DCGM: nil is go-dcgm over libdcgm.so.4 (a real node); a
+	// simulated node passes its collector/simhw DCGM.
+	Library Library
 }
 
 // state is where the source's connection to DCGM is. The library is called only in
@@ -96,13 +99,16 @@ type Source struct {
 	libMu sync.Mutex // serializes library calls
 }
 
-// New returns the DCGM source. It does not connect: the first Collect does, in the
-// background.
+// New returns the DCGM source over opts.Library (go-dcgm when nil). It does not
+// connect: the first Collect does, in the background.
 func New(opts Options) *Source {
-	return newSource(opts, &goDCGM{})
+	if opts.Library == nil {
+		return newSource(opts, &goDCGM{})
+	}
+	return newSource(opts, opts.Library)
 }
 
-func newSource(opts Options, lib library) *Source {
+func newSource(opts Options, lib Library) *Source {
 	if opts.Address == "" {
 		opts.Address = DefaultAddress
 	}

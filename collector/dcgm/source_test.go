@@ -345,7 +345,7 @@ func TestCloseDuringConnect(t *testing.T) {
 }
 
 func TestNoMatchingGPUDisconnects(t *testing.T) {
-	lib := &fakeLib{t: t, gpus: []dcgmGPU{{ID: 0, UUID: "GPU-unknown"}}}
+	lib := &fakeLib{t: t, gpus: []godcgm.Device{{GPU: 0, UUID: "GPU-unknown"}}}
 	s, _ := connectedSource(t, lib, newClock())
 	_, err := collect(t, context.Background(), s)
 	if err == nil || !strings.Contains(err.Error(), "GPU-unknown") {
@@ -474,7 +474,7 @@ func TestMapGPUs(t *testing.T) {
 	if err != nil || m[0] != 1 || m[1] != 0 {
 		t.Errorf("mapGPUs = %v, %v", m, err)
 	}
-	m, err = mapGPUs(append(twoGPUs, dcgmGPU{ID: 5, UUID: "GPU-x"}), inventory())
+	m, err = mapGPUs(append(twoGPUs, godcgm.Device{GPU: 5, UUID: "GPU-x"}), inventory())
 	if err == nil || !strings.Contains(err.Error(), `"GPU-x"`) || len(m) != 2 {
 		t.Errorf("unknown GPU: %v, %v", m, err)
 	}
@@ -498,11 +498,11 @@ func TestStandaloneArgs(t *testing.T) {
 
 func BenchmarkCollect(b *testing.B) {
 	var values []godcgm.FieldValue_v2
-	gpus := make([]dcgmGPU, 8)
+	gpus := make([]godcgm.Device, 8)
 	inv := &collector.Inventory{}
 	for g := range 8 {
 		uuid := "GPU-0000000" + string(rune('0'+g))
-		gpus[g] = dcgmGPU{ID: uint(g), UUID: uuid}
+		gpus[g] = godcgm.Device{GPU: uint(g), UUID: uuid}
 		inv.GPUs = append(inv.GPUs, collector.GPUInfo{Index: g, UUID: uuid})
 		for _, f := range profilingFields() {
 			values = append(values, fv(uint(g), f.ID, 0.5, 1741000000000000))

@@ -58,7 +58,8 @@ type Options struct {
 	// Incidents, when set, returns conditions other components detected, such as
 	// failed DCGM health watches; each cycle's answer is observed like the
 	// engine's own findings and clears once it has not been reported for
-	// ClearAfter. It must not block.
+	// ClearAfter, or when its GPU is reset after it was last reported (a
+	// condition's Observed is when it was reported). It must not block.
 	Incidents func() []telemetry.Condition
 }
 
@@ -381,18 +382,38 @@ func (e *Engine) observe(c telemetry.Condition, p policy) {
 }
 
 // judgeIncidents observes the conditions other components report. A condition
-// for another node, or one that does not validate, is dropped.
+// for another node, or one that does not validate, is dropped. One on a GPU that
+// was reset after it was reported (its Observed time) is over: DCGM's watches
+// read a reset GPU afresh, so what they said before the reset no longer holds,
+// and a condition they raised clears at the reset instead of a quiet period
+// later.
 func (e *Engine) judgeIncidents() {
 	if e.opts.Incidents == nil {
 		return
 	}
+	resetSince := func(t telemetry.Target, at time.Time) bool {
+		g, ok := t.GPUID()
+		if !ok {
+			return false
+		}
+		gs := e.gpus[g.Index]
+		return gs != nil && gs.resetAt.After(at)
+	}
 	for _, c := range e.opts.Incidents() {
-		if c.Target.Node != e.node || c.Validate() != nil {
+		if c.Target.Node != e.node || c.Validate() != nil || resetSince(c.Target, c.Observed) {
 			continue
 		}
 		if c.Action.Rank() > 0 || c.Severity > telemetry.SeverityOK {
 			e.observe(c, policyQuiet)
 		}
+	}
+	for k, a := range e.conds {
+		if _, again := e.obs[k]; again || k.kind != telemetry.ConditionDCGMHealth || !resetSince(k.target, a.lastBad) {
+			continue
+		}
+		delete(e.conds, k)
+		e.dirty = true
+		e.log.Info("health: condition cleared by a GPU reset", "condition", a.c.Kind, "target", a.c.Target.String())
 	}
 }
 

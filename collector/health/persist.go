@@ -241,8 +241,10 @@ func (e *Engine) restore(sf *stateFile, now time.Time) {
 	}
 	for _, c := range sf.Conditions {
 		p, _ := parsePolicy(c.Policy)
-		if rebooted && c.Kind == telemetry.ConditionNVSwitchFatal {
-			continue // a reboot resets the NVSwitches, and the new kernel log starts empty
+		if rebooted && (c.Kind == telemetry.ConditionNVSwitchFatal || c.Kind == telemetry.ConditionDCGMHealth) {
+			// A reboot resets the NVSwitches and the GPUs, the new kernel log
+			// starts empty, and DCGM reads the new boot afresh.
+			continue
 		}
 		e.conds[condKey{c.Kind, c.Target}] = &active{c: c.Condition, policy: p, lastBad: c.LastBad, good: c.Good}
 	}

@@ -63,15 +63,24 @@ func TestStatePersistsAcrossEngines(t *testing.T) {
 }
 
 // A fresh engine without the file sees the same node as healthy: the point of the
-// baseline is that absolute counts are not news.
+// baseline is that absolute counts are not news. What DCGM's health watches said
+// before the reboot is over too.
 func TestRebootResetsGPUs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "health.json")
-	h1 := newHarness(t, func(o *Options) { o.StateFile = path })
+	var h1 *harness
+	h1 = newHarness(t, func(o *Options) {
+		o.StateFile = path
+		o.Incidents = func() []telemetry.Condition {
+			at := h1.clk.now()
+			return []telemetry.Condition{{Kind: telemetry.ConditionDCGMHealth, Target: telemetry.GPUTarget(telemetry.GPUID{Node: testNode, Index: 3}),
+				Severity: telemetry.SeverityCritical, Message: "DCGM mem health fail (DCGM_FR_VOLATILE_DBE_DETECTED)", Since: at, Observed: at}}
+		}
+	})
 	h1.cycles(1)
 	h1.xid(1, 79, "")
 	h1.node.gpuAdd(telemetry.DCGMECCDBEVolTotal, 3, 1)
 	r := h1.cycles(2)
-	if len(r.AllConditions()) != 2 {
+	if len(r.AllConditions()) != 3 {
 		t.Fatalf("before reboot: %+v", r.AllConditions())
 	}
 	if err := h1.e.Save(); err != nil {

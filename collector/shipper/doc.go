@@ -9,9 +9,10 @@
 // The shipper sends what the exporter exposes on /metrics (Exporter.Publish's
 // Exposition, read series by series with Exposition.Series rather than rendered
 // into metric families), so a shipped series has exactly the labels a scrape shows, plus
-// Options.ExtraLabels where a series lacks them (the agent adds node=<node>, so
-// node_exporter's node_infiniband_* series, which carry no node label on /metrics,
-// stay unique per node in a shared store). Each sample keeps its collection time
+// Options.ExtraLabels where a series lacks them: the agent passes node=<node> (which
+// its exporter already puts on every series) and the instance and job a Prometheus
+// scrape of it would add (agent.Options.Instance, Job), so a store fed by remote
+// write holds the label sets a store fed by scraping does. Each sample keeps its collection time
 // (telemetry.Sample.Time); series with no time of their own (the per-source
 // self-metrics, build info) take the snapshot's time. The Go runtime's and the
 // process's own series (go_*, process_*), which the HTTP handler adds at scrape

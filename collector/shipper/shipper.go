@@ -65,7 +65,7 @@ type Options struct {
 	// 10s); the wait doubles after each failure.
 	BackoffMin, BackoffMax time.Duration
 	// ExtraLabels are added to every shipped series that lacks them (the agent
-	// passes node=<node>).
+	// passes node, and the instance and job a scrape of it would add).
 	ExtraLabels telemetry.Labels
 	// Version goes into the User-Agent (gpuwatch/<version>).
 	Version string

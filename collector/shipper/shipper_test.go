@@ -114,7 +114,7 @@ func TestShipsRenderedSeriesWithCollectionTimes(t *testing.T) {
 			errs := r.checkErr
 			r.mu.Unlock()
 			wantGPU0 := map[collector.LabelMode]string{
-				collector.LabelsDCGM:  `{DCGM_FI_DRIVER_VERSION="570.133.20",Hostname="node-01",UUID="GPU-00000000-0000-0000-0000-000000000000",__name__="DCGM_FI_DEV_GPU_TEMP",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",node="node-01",pci_bus_id="00000000:18:00.0"}`,
+				collector.LabelsDCGM:  `{DCGM_FI_DRIVER_VERSION="570.133.20",UUID="GPU-00000000-0000-0000-0000-000000000000",__name__="DCGM_FI_DEV_GPU_TEMP",device="nvidia0",gpu="0",hostname="node-01",modelName="NVIDIA H100 80GB HBM3",node="node-01",pci_bus_id="00000000:18:00.0"}`,
 				collector.LabelsSnake: `{__name__="DCGM_FI_DEV_GPU_TEMP",driver_version="570.133.20",gpu_index="0",gpu_uuid="GPU-00000000-0000-0000-0000-000000000000",model="NVIDIA H100 80GB HBM3",node="node-01",pci_bus_id="0000:18:00.0"}`,
 			}[mode]
 			if gpu0 != wantGPU0 {

@@ -1,12 +1,14 @@
 // Package simhw is gpuwatch's simulated GPU fleet. It simulates at the hardware
 // boundary and never above it (DESIGN.md, principle 1): each node is an
-// nvml.Interface built on go-nvml's own mock package, a kernel log (simkmsg) and a
+// nvml.Interface built on go-nvml's own mock package, a DCGM host engine (DCGM,
+// collector/dcgm's Library seam in go-dcgm's types), a kernel log (simkmsg) and a
 // set of InfiniBand HCAs that write a /sys tree (simib). The production NVML,
-// Xid and InfiniBand collectors run against it unchanged; nothing above this
+// DCGM, Xid and InfiniBand collectors run against it unchanged; nothing above this
 // package knows it is simulated.
 //
 //	Fleet ── Advance(dt) ──▶ Node ──┬─ GPUs (workload, thermal, power, faults)
 //	  │  Schedule(scenario)         ├─ Server: nvml.Interface ─▶ Device: nvml.Device
+//	  │                             ├─ DCGM(): dcgm.Library (profiling fields, health watches)
 //	  │  WorkloadGenerator          ├─ simkmsg.Log ─▶ <Root>/<node>/kmsg.log
 //	  │                             ├─ 8× simib.HCA ─▶ <Root>/<node>/sys/class/infiniband
 //	  │                             └─ jobs ─▶ <Root>/<node>/proc/<pid>/cgroup

@@ -361,6 +361,7 @@ func (n *Node) Inject(f Fault) error {
 	}
 	if f.Kind == FaultRecover && f.GPU == AllGPUs {
 		n.driverUnloaded = false
+		n.switchErrs = nil
 		for _, h := range n.hcas {
 			for _, p := range h.Ports {
 				p.SetDown(false)
@@ -445,6 +446,7 @@ func (n *Node) injectGPU(g *gpu, f Fault) {
 func (n *Node) injectSXid(f Fault) {
 	s, _ := simkmsg.LookupSXid(f.SXid) // checked by Inject
 	n.kmsg.NVSwitchError(n.now, f.NVSwitch, sysfsAddr(n.shape.NVSwitchBus[f.NVSwitch]), s, f.Link)
+	n.noteSXid(s, f.NVSwitch, f.Link)
 	if !s.Fatal {
 		return
 	}
@@ -463,6 +465,9 @@ func (n *Node) injectSXid(f Fault) {
 
 // injectXid logs an Xid with its realistic side effects. The caller holds the lock.
 func (n *Node) injectXid(g *gpu, f Fault, until time.Time) {
+	if dcgmXid(f.Xid) && !slices.Contains(g.dcgmXids, f.Xid) {
+		g.dcgmXids = append(g.dcgmXids, f.Xid)
+	}
 	switch f.Xid {
 	case 48:
 		n.dbe(g, max(f.Count, 1))

@@ -284,8 +284,11 @@ type Node struct {
 	// driverUnloaded: the NVIDIA kernel module is not loaded (driver-not-loaded):
 	// NVML's Init fails until a node-level recover.
 	driverUnloaded bool
-	advanced       chan struct{} // closed and replaced when the node advances
-	waited         bool          // someone holds advanced
+	// switchErrs are the SXids DCGM's NVSwitch health watches report until a
+	// node-level recover.
+	switchErrs []switchErr
+	advanced   chan struct{} // closed and replaced when the node advances
+	waited     bool          // someone holds advanced
 
 	server *Server
 	kmsg   *simkmsg.Log

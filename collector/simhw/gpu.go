@@ -67,6 +67,8 @@ type gpu struct {
 	replay    uint64 // PCIe replay counter
 	ibTxBps   float64
 	ibRxBps   float64
+	nvTxBps   float64 // NVLink bytes/s over all links, for DCGM's profiling fields
+	nvRxBps   float64
 
 	// Memory errors: ecc[errType][counterType][location].
 	ecc          [2][2][nvml.MEMORY_LOCATION_COUNT]uint64
@@ -94,6 +96,9 @@ type gpu struct {
 	fabricDown bool
 	// persistenceOff: persistence mode disabled (persistence-mode-off).
 	persistenceOff bool
+	// dcgmXids are the Xids since the last reset that DCGM's driver health
+	// watch reports (dcgmXid).
+	dcgmXids []int
 }
 
 // nvlink is one NVLink of a GPU, wired to a port of an NVSwitch.
@@ -155,6 +160,14 @@ func (s *spread) take(dt time.Duration) uint64 {
 }
 
 func (s *spread) active() bool { return s.done < s.total }
+
+// rate is the events per second the spread emits.
+func (s *spread) rate() float64 {
+	if s.over <= 0 {
+		return math.Inf(1)
+	}
+	return float64(s.total) / s.over.Seconds()
+}
 
 // kindProfile is how hard a kind of job drives a GPU.
 type kindProfile struct {
@@ -332,6 +345,10 @@ func (g *gpu) step(now time.Time, dt time.Duration) {
 			active++
 		}
 	}
+	g.nvTxBps, g.nvRxBps = 0, 0
+	if active > 0 && nvBps > 0 {
+		g.nvTxBps, g.nvRxBps = nvBps, nvBps*(1+0.01*noise1)
+	}
 	for i := range g.links {
 		l := &g.links[i]
 		if l.active && active > 0 && nvBps > 0 {
@@ -375,6 +392,7 @@ func (g *gpu) eccTotal(t nvml.MemoryErrorType, c nvml.EccCounterType) uint64 {
 func (g *gpu) reset() {
 	g.lost, g.hung, g.hangUntil, g.stalled = false, false, time.Time{}, false
 	g.hidden, g.fabricDown, g.persistenceOff = false, false, false
+	g.dcgmXids = nil
 	g.recovery = nvml.GPU_RECOVERY_ACTION_NONE
 	g.thermal, g.power = timedLevel{}, timedLevel{}
 	g.sbeStorm = spread{}

@@ -144,7 +144,8 @@ func (fa *fleetAgents) startAgent(na *nodeAgent, fresh bool) error {
 		// FullEvery ticks. The demo loop calls Collect on that schedule.
 		Interval:       time.Duration(o.FullEvery) * o.Tick,
 		HealthInterval: o.Tick,
-		DCGMDisable:    true, // no host engine serves a simulated node
+		DCGM:           n.DCGM(),                              // the simulated node's host engine
+		Instance:       strings.TrimPrefix(na.url, "http://"), // as a scrape of it would see it
 		KubeletSocket:  "-",
 		NVLinkDomain:   n.NVLinkDomain(),
 		Leaf:           n.Leaf(),

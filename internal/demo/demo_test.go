@@ -271,7 +271,7 @@ func TestShowMetrics(t *testing.T) {
 	}
 	if res.MetricsNode != "node-02" || !strings.Contains(out.String(), res.Metrics) ||
 		!strings.Contains(res.Metrics, `DCGM_FI_DEV_GPU_TEMP{DCGM_FI_DRIVER_VERSION=`) ||
-		!strings.Contains(res.Metrics, `Hostname="node-02"`) {
+		!strings.Contains(res.Metrics, `hostname="node-02"`) || !strings.Contains(res.Metrics, `node="node-02"`) {
 		t.Errorf("node-02's /metrics not printed whole:\n%s", out.String())
 	}
 	if _, err := Run(context.Background(), Options{Nodes: 2, Duration: time.Minute, Speed: -1, ShowMetrics: "node-03"}); err == nil ||

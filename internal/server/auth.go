@@ -101,7 +101,7 @@ func (a nodeBoundAppender) Append(ctx context.Context, batch []telemetry.Sample)
 
 // nodeLabelKeys are the labels that name a series' node: gpuwatch's and
 // dcgm-exporter's old and new spellings.
-var nodeLabelKeys = []string{telemetry.LabelNode, "Hostname", "hostname"}
+var nodeLabelKeys = []string{telemetry.LabelNode, telemetry.DCGMLabelHostnameLegacy, telemetry.DCGMLabelHostname}
 
 func checkNodeLabels(id *auth.Identity, name string, ls telemetry.Labels) error {
 	named := false

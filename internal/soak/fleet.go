@@ -100,7 +100,7 @@ func (fr *fleetRun) startAgents(dir string, srv *server, tok *tokens) error {
 			Interval:            o.Interval,
 			HealthInterval:      o.HealthInterval,
 			AttributionInterval: o.Interval,
-			DCGMDisable:         true, // no host engine serves a simulated node
+			DCGM:                n.DCGM(), // the simulated node's host engine
 			KubeletSocket:       "-",
 			NVLinkDomain:        n.NVLinkDomain(),
 			Leaf:                n.Leaf(),

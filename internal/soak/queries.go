@@ -32,12 +32,12 @@ type dashQuery struct {
 func dashboard(node string) []*dashQuery {
 	const interactive, fleetRange = time.Second, 2 * time.Second
 	return []*dashQuery{
-		{name: "fleet utilisation per node, 1 h", expr: `avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)`, rng: time.Hour, step: time.Minute, bound: fleetRange},
+		{name: "fleet utilisation per node, 1 h", expr: `avg by (node) (DCGM_FI_DEV_GPU_UTIL)`, rng: time.Hour, step: time.Minute, bound: fleetRange},
 		{name: "fleet power, 1 h", expr: `sum(DCGM_FI_DEV_POWER_USAGE)`, rng: time.Hour, step: time.Minute, bound: fleetRange},
 		{name: "hottest GPUs, last hour", expr: `topk(10, max_over_time(DCGM_FI_DEV_GPU_TEMP[1h]))`, bound: interactive},
 		{name: "Xid rate now", expr: `sum(rate(gpuwatch_xid_errors_total[1h]))`, bound: interactive},
-		{name: "one node's GPUs, 1 h", expr: fmt.Sprintf(`DCGM_FI_DEV_GPU_UTIL{Hostname=%q}`, node), rng: time.Hour, step: 15 * time.Second, bound: interactive},
-		{name: "one node's power, 1 h", expr: fmt.Sprintf(`DCGM_FI_DEV_POWER_USAGE{Hostname=%q}`, node), rng: time.Hour, step: 15 * time.Second, bound: interactive},
+		{name: "one node's GPUs, 1 h", expr: fmt.Sprintf(`DCGM_FI_DEV_GPU_UTIL{node=%q}`, node), rng: time.Hour, step: 15 * time.Second, bound: interactive},
+		{name: "one node's power, 1 h", expr: fmt.Sprintf(`DCGM_FI_DEV_POWER_USAGE{node=%q}`, node), rng: time.Hour, step: 15 * time.Second, bound: interactive},
 	}
 }
 

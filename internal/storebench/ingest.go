@@ -287,7 +287,7 @@ func ingestOne(kind, bin string, p *payload, concurrency int) (ingestResult, err
 	for try := 0; try < 50; try++ {
 		_, n, err = queryValueAt(ctx, tg.url, `DCGM_FI_DEV_GPU_UTIL`, at)
 		if err == nil && n == wantSeries {
-			got, _, err = queryValueAt(ctx, tg.url, `sum(count_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname="`+nodeName(p.nodes-1)+`"}[`+rng+`]))`, at)
+			got, _, err = queryValueAt(ctx, tg.url, `sum(count_over_time(DCGM_FI_DEV_GPU_UTIL{node="`+nodeName(p.nodes-1)+`"}[`+rng+`]))`, at)
 			if err == nil && got == float64(8*p.cycles) {
 				break
 			}

@@ -412,7 +412,7 @@ func runQuery(args []string) error {
 		want          int
 	}
 	queries := []query{
-		{"fleet utilisation per node, range", `avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)`, span, 5 * time.Minute, *nodes},
+		{"fleet utilisation per node, range", `avg by (node) (DCGM_FI_DEV_GPU_UTIL)`, span, 5 * time.Minute, *nodes},
 		{"fleet power, range", `sum(DCGM_FI_DEV_POWER_USAGE)`, span, 5 * time.Minute, 1},
 		{"hottest GPUs over the last hour, instant", `topk(10, max_over_time(DCGM_FI_DEV_GPU_TEMP[1h]))`, 0, 0, 10},
 		{"Xid rate, instant", `sum(rate(gpuwatch_xid_errors_total[1h]))`, 0, 0, 1},
@@ -421,8 +421,8 @@ func runQuery(args []string) error {
 		{"GPUs by health state, range", `count_values("state", gpuwatch_gpu_health_state)`, span, 5 * time.Minute, 1},
 		{"GPUs allocated, range", `count(count by (node, gpu_uuid) (gpuwatch_gpu_allocation_info))`, span, 5 * time.Minute, 1},
 		{"GPUs measured, range", `sum(DCGM_FI_DEV_GPU_UTIL) / 100`, span, 5 * time.Minute, 1},
-		{"one node's GPUs, 6 h range", `DCGM_FI_DEV_GPU_UTIL{Hostname="` + node + `"}`, min(6*time.Hour, span), 15 * time.Second, 8},
-		{"one node's power, 6 h range", `DCGM_FI_DEV_POWER_USAGE{Hostname="` + node + `"}`, min(6*time.Hour, span), 15 * time.Second, 8},
+		{"one node's GPUs, 6 h range", `DCGM_FI_DEV_GPU_UTIL{node="` + node + `"}`, min(6*time.Hour, span), 15 * time.Second, 8},
+		{"one node's power, 6 h range", `DCGM_FI_DEV_POWER_USAGE{node="` + node + `"}`, min(6*time.Hour, span), 15 * time.Second, 8},
 	}
 	if rec != nil {
 		// The same fleet panels on the recording rules' series.

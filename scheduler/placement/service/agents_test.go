@@ -50,7 +50,7 @@ func newAgentFleet(t *testing.T, nodes, nodesPerLeaf int, setup func(f *simhw.Fl
 		a, err := agent.New(agent.Options{
 			Node: n.Name(), NVML: n.NVML(), SysfsRoot: n.SysRoot(), ProcRoot: n.ProcRoot(), KmsgPath: n.KmsgPath(),
 			KmsgFromStart: true, KmsgPoll: 5 * time.Millisecond, BootTime: func() (time.Time, error) { return boot, nil },
-			BootID: "service-test", DCGMDisable: true, KubeletSocket: "-", Now: f.Now,
+			BootID: "service-test", DCGM: n.DCGM(), KubeletSocket: "-", Now: f.Now,
 			Interval: time.Second, HealthInterval: time.Second,
 			NVLinkDomain: n.NVLinkDomain(), Leaf: n.Leaf(), Spine: n.Spine(), Block: n.Block(),
 			RemoteWriteURL: ts.URL + ingest.WritePath, QueueDir: t.TempDir(),

@@ -15,10 +15,12 @@
 //
 // # What the feeder reads
 //
-// Per GPU, keyed by the node (label node, else dcgm-exporter's Hostname) and NVML
+// Per GPU, keyed by the node (label node, else dcgm-exporter's hostname or, before
+// its 4.8, Hostname) and NVML
 // index (gpu_index, else gpu): identity and model from gpuwatch_gpu_info and
 // DCGM_FI_DEV_FB_TOTAL (memory), health from gpuwatch_gpu_health_state,
-// utilization from DCGM_FI_DEV_GPU_UTIL, thermal headroom from
+// utilization from DCGM_FI_PROF_SM_ACTIVE (as a percentage) where DCGM gives it,
+// else DCGM_FI_DEV_GPU_UTIL, thermal headroom from
 // DCGM_FI_DEV_GPU_TEMP against DCGM_FI_DEV_SLOWDOWN_TEMP, power headroom from
 // DCGM_FI_DEV_POWER_USAGE against DCGM_FI_DEV_ENFORCED_POWER_LIMIT (else
 // DCGM_FI_DEV_POWER_MGMT_LIMIT), the node's place from

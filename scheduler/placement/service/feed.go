@@ -19,6 +19,7 @@ import (
 const (
 	metricFBTotal          = telemetry.DCGMFBTotal
 	metricUtil             = telemetry.DCGMGPUUtil
+	metricSMActive         = telemetry.DCGMProfSMActive
 	metricTemp             = telemetry.DCGMGPUTemp
 	metricSlowdownTemp     = telemetry.DCGMSlowdownTemp
 	metricPowerUsage       = telemetry.DCGMPowerUsage
@@ -139,8 +140,8 @@ func queries(lb string) []string {
 		telemetry.MetricTopologyGPUNICInfo} {
 		out = append(out, "last_over_time("+m+"["+lb+"])")
 	}
-	out = append(out, metricUtil, metricTemp, metricPowerUsage)
-	for _, m := range []string{telemetry.MetricGPUInfo, telemetry.MetricGPUHealthState, metricUtil, metricTemp, metricPowerUsage,
+	out = append(out, metricUtil, metricSMActive, metricTemp, metricPowerUsage)
+	for _, m := range []string{telemetry.MetricGPUInfo, telemetry.MetricGPUHealthState, metricUtil, metricSMActive, metricTemp, metricPowerUsage,
 		telemetry.MetricGPUAllocationInfo} {
 		out = append(out, "timestamp("+m+")")
 	}
@@ -194,8 +195,11 @@ func firstLabel(ls telemetry.Labels, names ...string) string {
 	return ""
 }
 
+// nodeOf names a sample's node: gpuwatch's node label, on every series a
+// gpuwatch agent exports; for a node that only runs dcgm-exporter, its host-name
+// label in either spelling (hostname since its 4.8, Hostname before).
 func nodeOf(ls telemetry.Labels) string {
-	return firstLabel(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname)
+	return firstLabel(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname, telemetry.DCGMLabelHostnameLegacy)
 }
 
 // key reads the node and GPU index of a per-GPU sample.
@@ -440,6 +444,16 @@ func (r *reader) measurements(lb string) error {
 		}
 	}
 	if err := r.values(metricUtil, func(g *gpuRead, o observed) { g.util = o }); err != nil {
+		return err
+	}
+	// DCGM's SM activity, where a host engine gives it, is the finer measure of
+	// load (the share of cycles the SMs had work, not of time a kernel ran): it
+	// replaces NVML's utilization, in percent.
+	if err := r.values(metricSMActive, func(g *gpuRead, o observed) {
+		if o.v >= 0 && o.v <= 1 {
+			g.util = observed{o.v * 100, o.at}
+		}
+	}); err != nil {
 		return err
 	}
 	if err := r.values(metricTemp, func(g *gpuRead, o observed) { g.temp = o }); err != nil {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,7 +199,8 @@ func sample(name string, v float64, at time.Time, kv ...string) telemetry.Sample
 // gpuwatch series: Hostname names it, health never observed), a GPU replaced
 // under the same index (the fresh UUID wins), a scheduler's allocation merged
 // with the store's without double counting, an exclusion, site locations
-// overriding the agents' labels, and an out-of-range utilization left out.
+// overriding the agents' labels, an out-of-range utilization left out, and DCGM's
+// SM activity preferred to NVML's utilization where both are there.
 func TestFeedEdges(t *testing.T) {
 	st := embeddedtest.Open(t, embedded.Options{OutOfOrderWindow: time.Hour})
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -214,6 +216,8 @@ func TestFeedEdges(t *testing.T) {
 		sample(telemetry.MetricGPUHealthState, 0, fresh, "node", "a1", "gpu_index", "0"),
 		sample(telemetry.MetricGPUHealthState, 0, fresh, "node", "a1", "gpu_index", "1"),
 		sample(metricUtil, 250, fresh, "node", "a1", "gpu", "0"),                     // out of range: left out
+		sample(metricUtil, 40, fresh, "node", "a1", "gpu", "1"),                      // NVML's utilization...
+		sample(metricSMActive, 0.73, fresh, "node", "a1", "gpu", "1"),                // ...gives way to DCGM's SM activity
 		sample(metricUtil, 40, fresh, "Hostname", "d1", "gpu", "0", "UUID", "GPU-d"), // dcgm-exporter only
 		sample(metricFBTotal, 40960, fresh, "Hostname", "d1", "gpu", "0", "UUID", "GPU-d", "modelName", "Tesla V100"),
 		sample(telemetry.MetricTopologyNodeInfo, 1, fresh, "node", "a1", "leaf", "agent-leaf"),
@@ -241,6 +245,8 @@ func TestFeedEdges(t *testing.T) {
 	}
 	if g := gpuOf(t, snap, "a1", 1); g.AllocatedMilli != 1000 || len(snap.Warnings()) != 0 {
 		t.Errorf("a1 gpu 1: allocated %d warnings %q; want one allocation, no over-commit", g.AllocatedMilli, snap.Warnings())
+	} else if math.Abs(g.Utilization.Value-0.73) > 1e-9 || g.Utilization.Stale {
+		t.Errorf("a1 gpu 1: utilization %+v; want DCGM's SM activity 0.73 over NVML's 40%%", g.Utilization)
 	}
 	i, _ := snap.Lookup("a1")
 	if l := snap.Node(i).Location.Leaf; l != "site-leaf" {

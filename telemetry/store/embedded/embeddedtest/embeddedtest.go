@@ -20,7 +20,8 @@ const (
 	DriverVersion = "550.144.03"
 )
 
-// Hostname is the Hostname label of node n: "node-00", "node-01", …
+// Hostname is the Hostname label of node n: "node-00", "node-01", … (the
+// series are spelled as dcgm-exporter before 4.8 spelled them).
 func Hostname(n int) string { return fmt.Sprintf("node-%02d", n) }
 
 // GPULabels are the dcgm-exporter labels of GPU g on node n.
@@ -31,7 +32,7 @@ func GPULabels(n, g int) telemetry.Labels {
 		telemetry.DCGMLabelPCIBusID, fmt.Sprintf("00000000:%02X:00.0", 0x18+g*0x10),
 		telemetry.DCGMLabelDevice, fmt.Sprintf("nvidia%d", g),
 		telemetry.DCGMLabelModelName, Model,
-		telemetry.DCGMLabelHostname, Hostname(n),
+		telemetry.DCGMLabelHostnameLegacy, Hostname(n),
 		telemetry.DCGMLabelDriverVersion, DriverVersion,
 	)
 }
