@@ -412,3 +412,119 @@ func TestProvisioning(t *testing.T) {
 }
 
 func promDuration(d time.Duration) string { return model.Duration(d).String() }
+
+// TestNoHostNameLabel: nothing of gpuwatch's own reads dcgm-exporter's host-name
+// label, whose name the agent's --labels.hostname chooses ("hostname", or the
+// old "Hostname"): gpuwatch's dashboards and every rule (expressions, labels,
+// annotations) key on gpuwatch's `node` label, which every series carries, so
+// they work the same whichever is chosen. dcgm-exporter's own dashboard is
+// exempt: it reads its own label.
+func TestNoHostNameLabel(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	isHost := func(l string) bool { return strings.EqualFold(l, "hostname") }
+	check := func(where, expr string) {
+		e, err := p.ParseExpr(expr)
+		if err != nil {
+			return // TestQueriesParse and the rule tests report it
+		}
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			var labels []string
+			switch x := n.(type) {
+			case *parser.VectorSelector:
+				for _, m := range x.LabelMatchers {
+					labels = append(labels, m.Name)
+				}
+			case *parser.AggregateExpr:
+				labels = x.Grouping
+			case *parser.BinaryExpr:
+				if x.VectorMatching != nil {
+					labels = append(x.VectorMatching.MatchingLabels, x.VectorMatching.Include...)
+				}
+			case *parser.Call:
+				for _, a := range x.Args {
+					if s, ok := a.(*parser.StringLiteral); ok && isHost(s.Val) {
+						labels = append(labels, s.Val)
+					}
+				}
+			}
+			for _, l := range labels {
+				if isHost(l) {
+					t.Errorf("%s reads the %q label: %s", where, l, expr)
+				}
+			}
+			return nil
+		})
+	}
+	n := 0
+	for _, b := range loadBoards(t) {
+		if !b.generated {
+			continue
+		}
+		s := placeholderScope(b.Dashboard)
+		for _, v := range b.Variables {
+			if lv, err := grafana.ParseLabelValues(v.Query); err == nil {
+				if isHost(lv.Label) {
+					t.Errorf("%s: variable %s lists the %q label", b.file, v.Name, lv.Label)
+				}
+				if m, err := s.Interpolate(lv.Match); err == nil && lv.Match != "" {
+					check(b.file+": variable "+v.Name, m)
+					n++
+				}
+			}
+		}
+		for _, pn := range b.Panels {
+			for _, tg := range pn.Targets {
+				if expr, err := s.Interpolate(tg.Expr); err == nil {
+					check(b.file+": panel "+pn.Title, expr)
+					n++
+				}
+			}
+		}
+	}
+	rules, err := filepath.Glob("../alerts/*.rules.yml")
+	if err != nil || len(rules) == 0 {
+		t.Fatalf("no ../alerts/*.rules.yml: %v", err)
+	}
+	hostRef := regexp.MustCompile(`(?i)\$labels\.hostname\b|\{\{\s*\.Labels\.hostname`)
+	for _, f := range rules {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rf struct {
+			Groups []struct {
+				Rules []struct {
+					Record      string            `yaml:"record"`
+					Alert       string            `yaml:"alert"`
+					Expr        string            `yaml:"expr"`
+					Labels      map[string]string `yaml:"labels"`
+					Annotations map[string]string `yaml:"annotations"`
+				} `yaml:"rules"`
+			} `yaml:"groups"`
+		}
+		if err := yaml.Unmarshal(data, &rf); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				where := f + ": " + r.Record + r.Alert
+				check(where, r.Expr)
+				n++
+				for k, v := range r.Labels {
+					if isHost(k) || hostRef.MatchString(v) {
+						t.Errorf("%s: label %s reads the host-name label: %s", where, k, v)
+					}
+				}
+				for k, v := range r.Annotations {
+					if hostRef.MatchString(v) {
+						t.Errorf("%s: annotation %s reads the host-name label: %s", where, k, v)
+					}
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d expressions checked", n)
+	}
+	t.Logf("%d expressions checked", n)
+}
