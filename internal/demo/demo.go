@@ -274,6 +274,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer ds.stop()
+	fmt.Fprintf(o.Out, "web UI: %s/ (log in with the operator token in %s)\n\n", ds.url, ds.tokens.path(tokenOperator))
 	agents, err = startAgents(fleet, o, dir, ds.writeURL(), ds.url, ds.tokens)
 	if err != nil {
 		return nil, err
