@@ -387,7 +387,7 @@ func (j *cookieJar) take(resp *http.Response) {
 func TestPages(t *testing.T) {
 	s := runStory(t)
 	b := browser.New(t)
-	p := login(t, b, s, "admin", "/node/node-03/gpu/2")
+	p := login(t, b, s, "admin", "/node/node-03/gpu/2?hours=1")
 	if n := p.Count("svg.chart polyline"); n < 6 {
 		t.Errorf("GPU page: %d chart lines", n)
 	}
