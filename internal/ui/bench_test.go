@@ -108,6 +108,9 @@ func BenchmarkFleetPage(b *testing.B) {
 				size = rec.Body.Len()
 			}
 			b.ReportMetric(float64(size)/1024, "KiB-gzipped")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+			b.ReportMetric(float64(rec.Body.Len())/1024, "KiB-html")
 		})
 	}
 }
@@ -140,7 +143,8 @@ func BenchmarkFleetPageChromium(b *testing.B) {
 		load += v[3]
 		n++
 	}
-	if cells := p.Count(".grid .node i, .grid .node a[class]"); cells != benchNodes*benchGPUs {
+	const cellsJS = `[...document.querySelectorAll('.grid .node i, .grid .node a[class]')].reduce((n, e) => n + (+(e.className.match(/\br(\d+)/) || [0, 1])[1]), 0)`
+	if cells := browser.MustRun(p, "counting cells", chromedp.Evaluate[int](cellsJS)); cells != benchNodes*benchGPUs {
 		b.Errorf("%d GPU cells, want %d", cells, benchNodes*benchGPUs)
 	}
 	p.NoProblems()

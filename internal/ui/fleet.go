@@ -352,7 +352,7 @@ func renderGrid(b *bytes.Buffer, fd *fleetData, drains map[string]drainView, f f
 			b.WriteString(dv.state.String())
 			b.WriteString(`</b>`)
 		}
-		for j := range ng {
+		for j := 0; j < ng; j++ {
 			g := &n.gpus[j]
 			st := cells[j]
 			counts[st]++
@@ -376,7 +376,20 @@ func renderGrid(b *bytes.Buffer, fd *fleetData, drains map[string]drainView, f f
 				continue
 			}
 			if st == cellHealthy {
-				b.WriteString(`<i class="s0"></i>`)
+				// A run of healthy GPUs is one element (drawn as separate
+				// squares by its background): on a mostly healthy fleet the
+				// page has a few elements per node instead of one per GPU,
+				// which is most of what the browser spends on it.
+				run := 1
+				for j+run < ng && cells[j+run] == cellHealthy {
+					run++
+				}
+				counts[st] += run - 1
+				gpus += run - 1
+				b.WriteString(`<i class="s0 r`)
+				b.WriteString(strconv.Itoa(run))
+				b.WriteString(`"></i>`)
+				j += run - 1
 				continue
 			}
 			si := stateInfo[st]
