@@ -22,7 +22,7 @@ import (
 )
 
 // storyRun is testdata/story.yaml played by `gpuwatch demo`'s machinery on
-// eight simulated HGX H100 nodes under two leaf switches for five simulated
+// eight simulated HGX H100 nodes under two leaf switches for three simulated
 // minutes, as fast as the machine goes: real agents remote-writing and
 // pushing health to an in-process gpuwatch server with its drain controller
 // (the log actuator; node-04's reboot refused, so it ends drained), placement
@@ -79,7 +79,7 @@ func runStory(t *testing.T) *storyRun {
 		done := make(chan demo.Serving, 1)
 		errc := make(chan error, 1)
 		go func() {
-			_, err := demo.Run(ctx, demo.Options{Nodes: 8, NodesPerLeaf: 4, Duration: 5 * time.Minute, Speed: -1,
+			_, err := demo.Run(ctx, demo.Options{Nodes: 8, NodesPerLeaf: 4, Duration: 3 * time.Minute, Speed: -1,
 				Faults: faults, FaultsName: "testdata/story.yaml",
 				RefuseReboot: map[string]string{"node-04": "no RebootProgram for this node's rack"},
 				ServerListen: "127.0.0.1:0", KeepServing: true,
@@ -147,6 +147,10 @@ func checkLabels(t *testing.T, p *browser.Page) {
 // the alert's runbook) and an alert link highlights the GPU.
 func TestFleetAndNode(t *testing.T) {
 	s := runStory(t)
+	// The demo prints the UI's address first, with the operator token to log in with.
+	if first, _, _ := strings.Cut(s.out.String(), "\n"); first != "web UI: "+s.url+"/ (log in with the operator token in "+filepath.Join(s.tokens, "operator.token")+")" {
+		t.Errorf("the demo's first line: %q", first)
+	}
 	b := browser.New(t)
 	p := login(t, b, s, "operator", "/")
 	if got := p.Text("main h1"); got != "Fleet" {
