@@ -47,8 +47,9 @@ type fleetGPU struct {
 	jobs  []string
 }
 
-// snapshotNow returns the fleet snapshot: the placement engine's, or one the
-// UI read from the store itself within SnapshotEvery.
+// fleetData returns the fleet page's cells, built once per snapshot: the
+// placement engine's, or one the UI read from the store itself within
+// SnapshotEvery.
 func (u *UI) fleetData(ctx context.Context) *fleetData {
 	u.fleetMu.Lock()
 	defer u.fleetMu.Unlock()
