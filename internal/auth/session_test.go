@@ -197,3 +197,26 @@ func TestLoopbackCSRF(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCookie: HttpOnly, SameSite=Strict, the whole site, expiring
+// with the session, Secure over TLS.
+func TestSessionCookie(t *testing.T) {
+	exp := time.Now().Add(time.Hour)
+	for _, tls := range []bool{false, true} {
+		r := httptest.NewRequest("POST", "http://gw.example/login", nil)
+		if tls {
+			r = httptest.NewRequest("POST", "https://gw.example/login", nil)
+		}
+		rec := httptest.NewRecorder()
+		SetSessionCookie(rec, r, "sid", exp)
+		cs := rec.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("%d cookies", len(cs))
+		}
+		c := cs[0]
+		if c.Name != SessionCookie || c.Value != "sid" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" ||
+			c.Secure != tls || c.MaxAge < 3500 || c.MaxAge > 3600 {
+			t.Errorf("TLS %v: cookie %+v", tls, c)
+		}
+	}
+}
