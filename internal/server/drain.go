@@ -90,7 +90,6 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 			return
 		}
 		c.Observe(rep)
-		s.ui.reports.put(rep)
 		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("GET "+APIPrefix+"/nodes", func(w http.ResponseWriter, r *http.Request) {

@@ -211,7 +211,7 @@ func (s *Server) frontDoor(mux http.Handler, reg prometheus.Registerer) http.Han
 	a := s.opts.Auth
 	a.Required, a.Registerer, a.Logger = RequiredRole, reg, s.opts.Logger.With("component", "auth")
 	a.Sessions, a.LoginPath = s.ui.sessions, ui.LoginPath
-	return auth.Middleware(a, mux)
+	return auth.Middleware(a, s.keepReports(mux))
 }
 
 // Handler serves the server's HTTP API behind the front door.

@@ -1,10 +1,16 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"path"
 	"sync"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
 
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/ui"
@@ -51,6 +57,48 @@ func (k *reportKeeper) get(node string) (healthreport.Report, bool) {
 	defer k.mu.Unlock()
 	r, ok := k.m[node]
 	return r, ok
+}
+
+// keepReports keeps the latest health report of each node for the node
+// page: a report the health push accepted (202; the front door and the drain
+// API have checked it) is decoded once more here, so the drain API's handler
+// needs no hook.
+func (s *Server) keepReports(next http.Handler) http.Handler {
+	health := APIPrefix + "/health"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || path.Clean("/"+r.URL.Path) != health || s.drain == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxReport+1))
+		if err != nil {
+			httpjson.Error(w, http.StatusBadRequest, "health report: "+err.Error())
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status != http.StatusAccepted {
+			return
+		}
+		var rep healthreport.Report
+		if json.Unmarshal(body, &rep) == nil && rep.Node != "" {
+			s.ui.reports.put(rep)
+		}
+	})
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // mountUI serves the web UI at the root URL over the same in-process parts
