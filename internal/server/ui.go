@@ -70,7 +70,7 @@ func (s *Server) keepReports(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxReport+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxTapBytes))
 		if err != nil {
 			httpjson.Error(w, http.StatusBadRequest, "health report: "+err.Error())
 			return
@@ -87,6 +87,10 @@ func (s *Server) keepReports(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// maxTapBytes is the most keepReports reads of a push: the health push's own
+// bound (4 MiB); a larger one is refused by that handler anyway.
+const maxTapBytes = 4<<20 + 1
 
 // statusWriter remembers the status a handler answered.
 type statusWriter struct {
