@@ -105,6 +105,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&alertmanagers, "alertmanager.url", "Alertmanager to send alerts to (http://host:9093; repeatable)")
 	fs.StringVar(&ro.ExternalURL, "web.external-url", "", "this server's URL as people reach it (alerts link to it)")
 	fs.StringVar(&ro.RunbookBase, "alerts.runbook-base", "", "where the built-in alerts' runbook_url points (default: the runbooks in gpuwatch's repository)")
+	fs.StringVar(&o.UI.GrafanaURL, "ui.grafana-url", "", "Grafana's URL (https://grafana.example.org): the web UI's node and GPU pages link to its gpuwatch dashboards")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch server [flags]")
 		fmt.Fprintln(stderr)
@@ -215,6 +216,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	base := hs.Scheme() + "://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "gpuwatch server on %s (%s)\n", base, where)
+	fmt.Fprintf(stdout, "  web UI:  %s/\n", base)
 	fmt.Fprintf(stdout, "  agents:  gpuwatch agent --remote-write %s/api/v1/write --server %s --auth.token-file FILE\n", base, base)
 	fmt.Fprintf(stdout, "  Grafana: add a Prometheus data source with URL %s\n", base)
 	fmt.Fprintf(stdout, "  access:  %s\n", o.Auth.Mode())

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,14 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger reports refused calls (rate-limited); never a secret.
 	Logger *slog.Logger
+	// Sessions, when set, accepts the web UI's session cookie as a second
+	// credential (session.go) and checks the CSRF token of browser requests
+	// with unsafe methods.
+	Sessions *Sessions
+	// LoginPath, when set, is where a browser's page request (GET accepting
+	// text/html) without valid credentials is sent (303, with ?next=) instead
+	// of a 401.
+	LoginPath string
 }
 
 type ctxKey struct{}
@@ -103,6 +112,13 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"remote", r.RemoteAddr, "caller", who, "needs", need.String())
 		}
 		if status == http.StatusUnauthorized {
+			if m.opts.LoginPath != "" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
+				if _, err := r.Cookie(SessionCookie); err == nil {
+					ClearSessionCookie(w, r)
+				}
+				http.Redirect(w, r, m.opts.LoginPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gpuwatch"`)
 		}
 		writeError(w, status, msg)
@@ -117,16 +133,38 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // decide returns the caller, or the refusal's status and message.
 func (m *middleware) decide(r *http.Request, need Role) (*Identity, int, string) {
+	// A browser's request that could change state must come from this
+	// server's own pages (a cross-site form or fetch is refused), and, when
+	// it rides the browser's ambient credentials (a session cookie, or the
+	// loopback rule without a token file), carry the CSRF token of the page
+	// it came from. A bearer header is never ambient: a page cannot make a
+	// browser send one to another site.
+	unsafe := unsafeMethod(r.Method) && r.Header.Get("Authorization") == ""
+	if unsafe && !sameOrigin(r) {
+		return nil, http.StatusForbidden, r.Method + " " + r.URL.Path + ": refused a cross-origin request from a browser " +
+			"(Origin " + strings.TrimSpace(r.Header.Get("Origin")+" "+r.Header.Get("Referer")) + " is not " + r.Host + ")"
+	}
+	id, status, msg := m.identify(r, need)
+	if status == 0 && unsafe && m.opts.Sessions != nil && id != nil && (id.Session || id.ambient && fromBrowser(r)) &&
+		!m.opts.Sessions.checkCSRF(r) {
+		return id, http.StatusForbidden, r.Method + " " + r.URL.Path + ": the CSRF token is missing or wrong: " +
+			"reload the page and submit its form again (API clients: send Authorization: Bearer <token>)"
+	}
+	return id, status, msg
+}
+
+// identify returns the caller, or the refusal's status and message.
+func (m *middleware) identify(r *http.Request, need Role) (*Identity, int, string) {
 	if m.opts.Insecure {
-		return &Identity{Name: "anonymous", Role: RoleAdmin}, 0, ""
+		return &Identity{Name: "anonymous", Role: RoleAdmin, ambient: true}, 0, ""
 	}
 	tf := m.opts.Tokens
 	if tf == nil {
 		if need <= RoleRead {
-			return &Identity{Name: "anonymous", Role: RoleRead}, 0, ""
+			return &Identity{Name: "anonymous", Role: RoleRead, ambient: true}, 0, ""
 		}
 		if isLoopback(r.RemoteAddr) {
-			return &Identity{Name: "loopback", Role: RoleAdmin}, 0, ""
+			return &Identity{Name: "loopback", Role: RoleAdmin, ambient: true}, 0, ""
 		}
 		return nil, http.StatusForbidden, r.Method + " " + r.URL.Path + " changes state and this server has no token file: " +
 			"it accepts such calls from loopback only. Configure tokens (gpuwatch server --auth.tokens FILE; `gpuwatch token` makes an entry) " +
@@ -146,6 +184,11 @@ func (m *middleware) decide(r *http.Request, need Role) (*Identity, int, string)
 	} else if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 		cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
 		id, _ = tokens.LookupCert(cn)
+	} else if c, err := r.Cookie(SessionCookie); err == nil && m.opts.Sessions != nil {
+		var ok bool
+		if id, ok = m.opts.Sessions.identity(c.Value, tokens); !ok && need != RoleNone {
+			return nil, http.StatusUnauthorized, "the session has expired, or its token was revoked: log in again"
+		}
 	}
 	if need == RoleNone {
 		return id, 0, ""

@@ -90,6 +90,12 @@ type Identity struct {
 	Name  string
 	Role  Role
 	Nodes []string
+	// Session is set when the caller came with a browser session cookie
+	// (the web UI's login) rather than a bearer token or certificate.
+	Session bool
+	// ambient: the caller is let in for where it calls from (loopback
+	// without a token file, or --auth.insecure), not for what it sent.
+	ambient bool
 }
 
 // AllowsNode says whether the identity may speak for node: true unless the
@@ -131,6 +137,25 @@ func (t *Tokens) Lookup(secret string) (*Identity, bool) {
 			has = 1
 		}
 		if match&has == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil, false
+	}
+	e := &t.list[found]
+	return &Identity{Name: e.Name, Role: e.Role, Nodes: e.Nodes}, true
+}
+
+// lookupHash finds the entry holding a secret's SHA-256 (a session's
+// token), in constant time per entry as Lookup does.
+func (t *Tokens) lookupHash(h [sha256.Size]byte) (*Identity, bool) {
+	if t == nil {
+		return nil, false
+	}
+	found := -1
+	for i := range t.list {
+		if subtle.ConstantTimeCompare(h[:], t.list[i].hash[:]) == 1 && t.list[i].hasHash {
 			found = i
 		}
 	}

@@ -342,6 +342,7 @@ func (r *run) startServer() error {
 	}
 	r.ds = ds
 	r.onClose(ds.stop)
+	fmt.Fprintf(r.o.Out, "web UI: %s/ (log in with the operator token in %s)\n\n", ds.url, ds.tokens.path(tokenOperator))
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/internal/ui"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
@@ -32,18 +33,27 @@ var agentWrites = map[string]bool{
 // It is the only place that decides; anything not listed needs admin unless
 // it only reads (GET, HEAD).
 //
-//	none     GET /healthz
+//	none     GET /healthz; the web UI's login page (GET and POST /login) and
+//	         its embedded assets (GET /static/…)
 //	read     GET anything else (query API, UI, gpuwatch's GET endpoints such as
 //	         the utilization report /api/gpuwatch/v1/report, /metrics);
-//	         POST to the query API's read endpoints; the kube-scheduler extender
+//	         POST to the query API's read endpoints; the kube-scheduler extender;
+//	         POST /logout
 //	agent    remote write and import; POST /api/gpuwatch/v1/health
-//	operate  POST /api/gpuwatch/v1/drain, resume, place, release
-//	admin    POST /api/gpuwatch/v1/budget/reset, the store's admin API, anything else
+//	operate  POST /api/gpuwatch/v1/drain, resume, place, release; the UI's
+//	         POST /ui/drain and /ui/resume
+//	admin    POST /api/gpuwatch/v1/budget/reset and the UI's /ui/budget/reset,
+//	         the store's admin API, anything else
+//
+// A browser's request with an unsafe method must also come from this
+// server's pages and carry its CSRF token (internal/auth, session.go).
 func RequiredRole(r *http.Request) auth.Role {
 	p := path.Clean("/" + r.URL.Path)
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch {
 	case p == "/healthz" && get:
+		return auth.RoleNone
+	case p == ui.LoginPath && (get || r.Method == http.MethodPost), get && strings.HasPrefix(p, ui.StaticPrefix):
 		return auth.RoleNone
 	case strings.HasPrefix(p, "/api/v1/admin/"):
 		return auth.RoleAdmin
@@ -57,7 +67,10 @@ func RequiredRole(r *http.Request) auth.Role {
 		return auth.RoleAgent
 	case p == APIPrefix+"/extender/filter", p == APIPrefix+"/extender/prioritize":
 		return auth.RoleRead
-	case p == APIPrefix+"/drain", p == APIPrefix+"/resume", p == APIPrefix+"/place", p == APIPrefix+"/release":
+	case p == ui.LogoutPath:
+		return auth.RoleRead
+	case p == APIPrefix+"/drain", p == APIPrefix+"/resume", p == APIPrefix+"/place", p == APIPrefix+"/release",
+		p == ui.DrainPath, p == ui.ResumePath:
 		return auth.RoleOperate
 	default:
 		return auth.RoleAdmin

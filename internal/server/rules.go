@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/prometheus/rules"
 
 	"github.com/gpuwatch/gpuwatch/alerts"
+	"github.com/gpuwatch/gpuwatch/internal/ui"
 )
 
 // RulesOptions configure the server's rule evaluation: Prometheus's rules
@@ -124,7 +125,7 @@ func (s *Server) startRules(mux *http.ServeMux, reg prometheus.Registerer) error
 			return fmt.Errorf("--web.external-url %q: %w", ro.ExternalURL, err)
 		}
 	}
-	send := rules.SendAlerts(e.notifier, strings.TrimRight(ro.ExternalURL, "/"))
+	send := sendAlerts(e.notifier, ro.ExternalURL)
 	st := s.embedded
 	e.manager = rules.NewManager(&rules.ManagerOptions{
 		ExternalURL: ext,
@@ -160,6 +161,28 @@ func (s *Server) startRules(mux *http.ServeMux, reg prometheus.Registerer) error
 	})
 	log.Info("evaluating rules", "groups", len(e.manager.RuleGroups()), "interval", ro.Interval, "alertmanagers", len(ro.Alertmanagers))
 	return nil
+}
+
+// sendAlerts is Prometheus's rules.SendAlerts with gpuwatch's links: an
+// alert's generator URL (Alertmanager's "Source" link) points at the web UI
+// under --web.external-url, the node page with the alert's GPU highlighted
+// (ui.AlertLink), instead of a Prometheus graph page the server does not have.
+func sendAlerts(n *notifier.Manager, externalURL string) rules.NotifyFunc {
+	return func(_ context.Context, _ string, as ...*rules.Alert) {
+		if len(as) == 0 {
+			return
+		}
+		out := make([]*notifier.Alert, 0, len(as))
+		for _, a := range as {
+			na := &notifier.Alert{StartsAt: a.FiredAt, Labels: a.Labels, Annotations: a.Annotations,
+				GeneratorURL: ui.AlertLink(externalURL, a.Labels.Map()), EndsAt: a.ValidUntil}
+			if !a.ResolvedAt.IsZero() {
+				na.EndsAt = a.ResolvedAt
+			}
+			out = append(out, na)
+		}
+		n.Send(out...)
+	}
 }
 
 // iteration evaluates a group at the server's clock (simulated time in the

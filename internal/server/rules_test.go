@@ -110,8 +110,9 @@ func TestRulesReachAlertmanager(t *testing.T) {
 	if ann, _ := a["annotations"].(map[string]any); ann["summary"] != "busy: 280" || ann["runbook_url"] != "https://example.com/site" {
 		t.Errorf("annotations: %v", a["annotations"])
 	}
-	if g, _ := a["generatorURL"].(string); !strings.HasPrefix(g, "https://gpuwatch.example/") {
-		t.Errorf("generatorURL %q does not point at --web.external-url", g)
+	// The alert names no node: its link opens the web UI's alerts page with it.
+	if g, _ := a["generatorURL"].(string); g != "https://gpuwatch.example/alerts?alert=SiteGPUBusy" {
+		t.Errorf("generatorURL %q does not point at the web UI under --web.external-url", g)
 	}
 	v, err := s.Querier().Instant(context.Background(), "site:gpu_util:sum", time.Now())
 	if err != nil || len(v) != 1 || v[0].Value != 280 {

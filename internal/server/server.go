@@ -16,7 +16,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/serve"
+	"github.com/gpuwatch/gpuwatch/internal/ui"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
@@ -104,6 +104,8 @@ type Options struct {
 	// Listen bounds the listener (timeouts, connections, requests in flight)
 	// and sets its TLS; MaxBodyBytes, Name and Registerer are the server's.
 	Listen serve.Options
+	// UI configures the web UI at the root URL (ui.go).
+	UI UIOptions
 }
 
 // Server is one gpuwatch server.
@@ -119,6 +121,7 @@ type Server struct {
 	drain          *drain.Controller // nil unless Options.Drain
 	placement      *service.Service  // nil unless Options.Placement
 	rules          *ruleEngine       // nil unless Options.Rules and the embedded store
+	ui             uiState           // the web UI's sessions and latest health reports (ui.go)
 }
 
 // New opens the store and builds the HTTP handler.
@@ -167,7 +170,9 @@ func New(opts Options) (*Server, error) {
 		if err := s.control(mux, reg); err != nil {
 			return nil, err
 		}
-		mux.HandleFunc("GET /{$}", index("external store at "+opts.StoreURL))
+		if err := s.mountUI(mux, "external store at "+opts.StoreURL); err != nil {
+			return nil, err
+		}
 		s.handler = s.frontDoor(mux, reg)
 		return s, nil
 	}
@@ -196,28 +201,20 @@ func New(opts Options) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	mux.HandleFunc("GET /{$}", index("embedded Prometheus TSDB in "+opts.DataDir))
+	if err := s.mountUI(mux, "embedded Prometheus TSDB in "+opts.DataDir); err != nil {
+		s.Close(context.Background())
+		return nil, err
+	}
 	s.handler = s.frontDoor(mux, reg)
 	return s, nil
-}
-
-func index(store string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<html><head><title>gpuwatch server</title></head><body><h1>gpuwatch server</h1>
-<p>Store: %s.</p><ul>
-<li>Grafana: add a Prometheus data source with this server's URL.</li>
-<li>Agents: <code>gpuwatch agent --remote-write http://THIS-HOST/api/v1/write</code></li>
-<li><a href="/api/v1/status/buildinfo">/api/v1/status/buildinfo</a>, <a href="/metrics">/metrics</a>, <a href="/healthz">/healthz</a></li>
-</ul></body></html>`, strings.ReplaceAll(store, "<", "&lt;"))
-	}
 }
 
 // frontDoor puts authentication in front of every route.
 func (s *Server) frontDoor(mux http.Handler, reg prometheus.Registerer) http.Handler {
 	a := s.opts.Auth
 	a.Required, a.Registerer, a.Logger = RequiredRole, reg, s.opts.Logger.With("component", "auth")
-	return auth.Middleware(a, mux)
+	a.Sessions, a.LoginPath = s.ui.sessions, ui.LoginPath
+	return auth.Middleware(a, s.keepReports(mux))
 }
 
 // Handler serves the server's HTTP API behind the front door.

@@ -412,3 +412,21 @@ func (e *Engine) Decision(id string) (*framework.Decision, bool) {
 	d, ok := e.decisions[id]
 	return d, ok
 }
+
+// Recent returns up to n of the decisions Decision can return, newest first
+// (the web UI's list of placements). The caller must not modify them.
+func (e *Engine) Recent(n int) []*framework.Decision {
+	e.dmu.Lock()
+	defer e.dmu.Unlock()
+	var out []*framework.Decision
+	for k := 1; k <= len(e.ring) && len(out) < n; k++ {
+		id := e.ring[(e.ringNext-k+len(e.ring))%len(e.ring)]
+		if id == "" {
+			break
+		}
+		if d, ok := e.decisions[id]; ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -210,3 +210,34 @@ func TestStaleTelemetry(t *testing.T) {
 		t.Errorf("require fresh placed on %v", d.Assignments)
 	}
 }
+
+// TestRecent: Recent lists the kept decisions newest first, at most n, and
+// forgets those the ring dropped.
+func TestRecent(t *testing.T) {
+	e, err := New(fleet(t, small, nil), Options{KeepDecisions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Recent(10); len(got) != 0 {
+		t.Fatalf("a new engine has %d recent decisions", len(got))
+	}
+	var ids []string
+	for range 5 {
+		d, err := e.DryRun(context.Background(), framework.Request{GPUs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	got := e.Recent(10)
+	if len(got) != 3 || got[0].ID != ids[4] || got[1].ID != ids[3] || got[2].ID != ids[2] {
+		var have []string
+		for _, d := range got {
+			have = append(have, d.ID)
+		}
+		t.Errorf("Recent(10) = %v, want the last three of %v, newest first", have, ids)
+	}
+	if got := e.Recent(1); len(got) != 1 || got[0].ID != ids[4] {
+		t.Errorf("Recent(1) is not the newest")
+	}
+}
