@@ -21,7 +21,8 @@ type DrainOptions struct {
 	Actuator drain.Actuator
 	// ActuatorName names it in logs and the index page.
 	ActuatorName string
-	// Workloads names the work on a node's GPUs for evacuation (optional).
+	// Workloads names the work on a node's GPUs for evacuation; nil reads it from
+	// the agents' attribution in the store (workloadsFromStore).
 	Workloads func(node string, gpus []string) []string
 	// PollInterval, VerifyInterval and CallTimeout: see drain.Options.
 	PollInterval, VerifyInterval, CallTimeout time.Duration
@@ -45,8 +46,16 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	if clock == nil {
 		clock = s.opts.Clock
 	}
+	workloads := d.Workloads
+	if workloads == nil {
+		now := clock
+		if now == nil {
+			now = time.Now
+		}
+		workloads = s.workloadsFromStore(now)
+	}
 	c, err := drain.New(drain.Options{Dir: dir, Policy: d.Policy, Actuator: d.Actuator, Clock: clock,
-		Logger: s.opts.Logger.With("component", "drain"), Workloads: d.Workloads,
+		Logger: s.opts.Logger.With("component", "drain"), Workloads: workloads,
 		PollInterval: d.PollInterval, VerifyInterval: d.VerifyInterval, CallTimeout: d.CallTimeout})
 	if err != nil {
 		return err
