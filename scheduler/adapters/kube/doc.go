@@ -14,12 +14,10 @@
 // Kubernetes has no reboot call: Reboot drains and sets gpuwatch.io/reboot-requested
 // for a node-side agent to act on.
 //
-// # Build tag (temporary)
+// NodeLabels and NodeLocations read the fabric from the nodes' live labels in
+// NVIDIA topograph's scheme (what `gpuwatch topology labels` writes), for the
+// placement service's site topology.
 //
-// client-go's typed clients need modules that go.mod does not list yet
-// (github.com/emicklei/go-restful/v3, github.com/go-openapi/*,
-// github.com/google/gnostic-models, gopkg.in/evanphx/json-patch.v4; go.sum already
-// has their hashes), and this package may not edit go.mod. Until `go get
-// k8s.io/client-go@v0.37.0` (or `go mod tidy`) adds them, the code and its tests are
-// behind the build tag gpuwatch_kube; remove the tag lines once go.mod has them.
+// test/k8s (its own module) runs all of it against a real kube-apiserver with
+// the Helm chart's RBAC.
 package kube
