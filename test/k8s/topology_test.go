@@ -7,12 +7,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/kube"
+	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
 	"github.com/gpuwatch/gpuwatch/scheduler/topology"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // topoSite puts four nodes in two NVLink domains under two leaves of one spine.
@@ -31,7 +35,9 @@ const topoSite = `nodes:
 // labels` writes (topograph's scheme) to real Node objects, as its kubectl
 // output does (a merge patch of metadata.labels per node), and reads the
 // topology back from the live API with kube.NodeLocations: every node lands in
-// the NVLink domain, leaf and spine of the site file.
+// the NVLink domain, leaf and spine of the site file; and a gpuwatch server
+// given those locations places the nodes its agents report by them (the agents
+// report other leaves).
 func TestTopologyLabelsOnRealNodes(t *testing.T) {
 	ctx := context.Background()
 	tree, err := topology.FromYAML("site.yaml", []byte(topoSite))
@@ -81,4 +87,29 @@ func TestTopologyLabelsOnRealNodes(t *testing.T) {
 	if _, err := kube.NodeLocations(ctx, cp.client, suiteLabel+"=nothing"); err == nil {
 		t.Error("NodeLocations with a selector matching no node: no error")
 	}
+
+	// The placement snapshot takes the live labels over what the agents
+	// report (the simulated agents say leaf-0…, the cluster leaf-a/leaf-b).
+	fl := startFleet(t, "topo-", 4)
+	if !slices.Equal(fl.names, names) {
+		t.Fatalf("fleet nodes %v, labelled nodes %v", fl.names, names)
+	}
+	g := startGpuwatch(t, server.Options{Placement: &server.PlacementOptions{Interval: 2 * time.Second, Locations: locs}})
+	byName := map[string]telemetry.NodeLocation{}
+	for _, l := range locs {
+		byName[string(l.Node)] = l
+	}
+	g.waitSnapshot("4 nodes placed by their live labels", func(s service.SnapshotSummary) bool {
+		if len(s.NodeList) != 4 {
+			return false
+		}
+		for _, n := range s.NodeList {
+			got, want := n.Location, byName[n.Name]
+			got.Node, want.Node = "", ""
+			if got != want {
+				return false
+			}
+		}
+		return true
+	})
 }
