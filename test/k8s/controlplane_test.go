@@ -63,7 +63,6 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "k8s harness:", err)
 		return 1
 	}
-	defer extenderFront.close()
 	start := time.Now()
 	cp, err = startControlPlane(verbose, extenderFront.url()+"/api/gpuwatch/v1/extender")
 	if err != nil {
@@ -446,8 +445,6 @@ var _ ktesting.TB = (*mainTB)(nil)
 // gpuwatch (connections refused) and start another on the same address.
 type front struct {
 	addr string
-	mu   sync.Mutex
-	stop func()
 }
 
 func newFront() (*front, error) {
@@ -475,5 +472,3 @@ func (f *front) listen() (net.Listener, error) {
 	}
 	return nil, fmt.Errorf("cannot listen on the extender's address %s again: %w", f.addr, err)
 }
-
-func (f *front) close() {}
