@@ -40,6 +40,7 @@ help: ## list the targets
 deps: ## install what the build needs (Go modules)
 	@command -v $(GO) >/dev/null || { echo "make: Go is not installed; install Go 1.26 first" >&2; exit 1; }
 	$(GO) mod download
+	cd test/k8s && $(GO) mod download
 
 # The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
 # promtool), Alertmanager (with amtool), and Slurm (slurm-wlm: slurmctld, slurmd, the
@@ -70,6 +71,15 @@ demo: build ## run the whole system on a simulated fleet (embedded defaults)
 .PHONY: test
 test: test-deps lint ## install what is needed, then run every test
 	GPUWATCH_REQUIRE_REALSTORE=1 GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_REQUIRE_BROWSER=1 $(GO) test -count=1 ./...
+	$(MAKE) test-k8s
+
+# test/k8s is its own Go module (it requires k8s.io/kubernetes, which gpuwatch's
+# module must not): a real etcd, kube-apiserver, kube-scheduler and disruption
+# controller in the test process, and the Helm chart. Not built with -trimpath
+# (the API server's test starter finds its certificates by source path).
+.PHONY: test-k8s
+test-k8s: ## the Kubernetes tests: real kube-apiserver and kube-scheduler, the Helm chart (test/k8s)
+	cd test/k8s && $(GO) test -count=1 -timeout 20m ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
@@ -77,6 +87,7 @@ lint: ## gofmt, go vet and staticcheck
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd test/k8s && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 .PHONY: bench
 bench: build bench-store ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)

@@ -13,4 +13,11 @@
 //
 // Kubernetes has no reboot call: Reboot drains and sets gpuwatch.io/reboot-requested
 // for a node-side agent to act on.
+//
+// NodeLabels and NodeLocations read the fabric from the nodes' live labels in
+// NVIDIA topograph's scheme (what `gpuwatch topology labels` writes), for the
+// placement service's site topology.
+//
+// test/k8s (its own module) runs all of it against a real kube-apiserver with
+// the Helm chart's RBAC.
 package kube
