@@ -112,7 +112,8 @@ func Compute(ctx context.Context, q store.Querier, opts Options, drains []Drain,
 		return m, nil
 	}
 	r := &Report{From: opts.From.UTC(), To: opts.To.UTC(), StepSeconds: step.Seconds(), GeneratedAt: opts.Now().UTC(),
-		DrainAuditNote: drainNote, LemonCount: opts.LemonCount, LemonWindowSec: int64(opts.LemonWindow / time.Second)}
+		DrainAuditNote: drainNote, LemonCount: opts.LemonCount, LemonWindowSec: int64(opts.LemonWindow / time.Second),
+		MTBFByNode: []MTBF{}, MTBFByMod: []MTBF{}}
 	hours := opts.To.Sub(opts.From).Hours()
 
 	// Inventory: each GPU's model, each node's most common model.
@@ -284,7 +285,7 @@ func sortMTBF(ms []MTBF) {
 
 // lemons: nodes with LemonCount drains or more within some LemonWindow.
 func lemons(byNode map[string][]Drain, opts Options) []Lemon {
-	var out []Lemon
+	out := []Lemon{}
 	for node, ds := range byNode {
 		slices.SortFunc(ds, func(a, b Drain) int { return a.Time.Compare(b.Time) })
 		most, i := 0, 0
@@ -364,7 +365,7 @@ func drainSoon(read func(string) (store.Matrix, error), opts Options, hours floa
 			c.add(get(s.Labels), s)
 		}
 	}
-	var out []DrainSoon
+	out := []DrainSoon{}
 	for k, a := range gpus {
 		if a.retiredGrowth == 0 && a.rowsGrowth == 0 && !a.pending && !a.failed {
 			continue
