@@ -175,6 +175,19 @@ func Compute(ctx context.Context, q store.Querier, opts Options, drains []Drain,
 	}
 	r.XidByCode, r.XidByAct, r.XidByModel, r.XidByNode = counts(byCode, true), counts(byAct, false), counts(byModel, false), counts(byNode, false)
 
+	// Health conditions raised, by kind.
+	conds, err := read(telemetry.MetricHealthConditionsTotal)
+	if err != nil {
+		return nil, err
+	}
+	byKind := map[string]float64{}
+	for _, s := range conds {
+		if n, _ := counter(s, opts.From, true); n > 0 {
+			byKind[firstOf(s.Labels, telemetry.LabelCondition)] += n
+		}
+	}
+	r.Conditions = counts(byKind, false)
+
 	// Drains: failures, and lemons.
 	nodeDrains := map[string][]Drain{}
 	for _, d := range drains {

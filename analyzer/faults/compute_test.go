@@ -47,6 +47,7 @@ func checkFleet(t *testing.T, r *Report) {
 		{r.XidByAct, "RESTART_APP=7 RESET_GPU=3 DRAIN_AND_RESET=1"},
 		{r.XidByModel, faultstest.H100 + "=8 " + faultstest.A100 + "=3"},
 		{r.XidByNode, "node-a=8 node-c=3"},
+		{r.Conditions, "nvlink-errors=2 ib-flap=1"},
 	} {
 		if got := keys(c.got); got != c.want {
 			t.Errorf("xid counts %q, want %q", got, c.want)

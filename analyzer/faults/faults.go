@@ -154,11 +154,14 @@ type Report struct {
 	Nodes int `json:"nodes"`
 	GPUs  int `json:"gpus"`
 	// XidTotal is every Xid counted; the breakdowns each sum to it.
-	XidTotal   float64      `json:"xid_total"`
-	XidByCode  []Count      `json:"xid_by_code"`
-	XidByAct   []Count      `json:"xid_by_action"`
-	XidByModel []Count      `json:"xid_by_model"`
-	XidByNode  []Count      `json:"xid_by_node"`
+	XidTotal   float64 `json:"xid_total"`
+	XidByCode  []Count `json:"xid_by_code"`
+	XidByAct   []Count `json:"xid_by_action"`
+	XidByModel []Count `json:"xid_by_model"`
+	XidByNode  []Count `json:"xid_by_node"`
+	// Conditions counts the health conditions the agents raised, by kind
+	// (gpuwatch_health_conditions_total).
+	Conditions []Count      `json:"conditions_by_kind"`
 	Failures   int          `json:"failures"`
 	MTBFByNode []MTBF       `json:"mtbf_by_node"`
 	MTBFByMod  []MTBF       `json:"mtbf_by_model"`

@@ -68,7 +68,7 @@ func renderCSV(w io.Writer, r *Report) error {
 	for _, s := range []struct {
 		name string
 		cs   []Count
-	}{{"xid_by_code", r.XidByCode}, {"xid_by_action", r.XidByAct}, {"xid_by_model", r.XidByModel}, {"xid_by_node", r.XidByNode}} {
+	}{{"xid_by_code", r.XidByCode}, {"xid_by_action", r.XidByAct}, {"xid_by_model", r.XidByModel}, {"xid_by_node", r.XidByNode}, {"conditions_by_kind", r.Conditions}} {
 		for _, c := range s.cs {
 			add(s.name, c.Key, "count", num(c.Count))
 		}
@@ -138,7 +138,7 @@ func renderTable(w io.Writer, r *Report) error {
 	for _, s := range []struct {
 		title string
 		cs    []Count
-	}{{"Xids by code", r.XidByCode}, {"Xids by action", r.XidByAct}, {"Xids by GPU model", r.XidByModel}, {"Xids by node", r.XidByNode}} {
+	}{{"Xids by code", r.XidByCode}, {"Xids by action", r.XidByAct}, {"Xids by GPU model", r.XidByModel}, {"Xids by node", r.XidByNode}, {"Health conditions raised", r.Conditions}} {
 		if section(s.title, "  KEY\tCOUNT", len(s.cs) == 0) {
 			for _, c := range s.cs {
 				fmt.Fprintf(tw, "  %s\t%s\n", c.Key, num(c.Count))

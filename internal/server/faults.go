@@ -35,8 +35,7 @@ func (s *Server) serveFaults(w http.ResponseWriter, r *http.Request) {
 	var drains []faults.Drain
 	note := "the server runs no drain controller (--drain), so drains are not counted"
 	if s.drain != nil {
-		// Drains before From still matter to no answer: lemons count drains
-		// inside the window.
+		// Only drains inside the window count, for lemons too.
 		recs, err := s.drain.Audit(opts.From, 0)
 		if err != nil {
 			httpjson.Error(w, http.StatusInternalServerError, "faults: reading the drain audit log: "+err.Error())

@@ -51,7 +51,9 @@ const (
 // c 1, d 1 = 7; MTBF a 24 h, b 16 h, c 48 h, d 48 h, H100 96/5 = 19.2 h, A100
 // 96/2 = 48 h; drain soon b0 (failed), c1 (24 h), a0 (149.76 h); InfiniBand
 // node-a (3 flaps), node-c (1), node-b (0 flaps, 500 symbol errors); NVLink
-// node-c/c0/0 (200), node-a/a0/3 (100).
+// node-c/c0/0 (200), node-a/a0/3 (100). Health conditions raised (created by
+// their first raise): nvlink-errors twice on node-a (15h, 16h), ib-flap once
+// on node-c (10h).
 func Fleet(t0 time.Time) []telemetry.Sample {
 	var out []telemetry.Sample
 	at := func(h float64) time.Time { return t0.Add(time.Duration(h * float64(time.Hour))) }
@@ -85,6 +87,8 @@ func Fleet(t0 time.Time) []telemetry.Sample {
 		{telemetry.MetricXidErrorsTotal, gpu("node-a", "GPU-a1", telemetry.LabelXid, "13", telemetry.LabelAction, "RESTART_APP"), []change{{2, 5}}},
 		{telemetry.MetricXidErrorsTotal, gpu("node-c", "GPU-c0", telemetry.LabelXid, "48", telemetry.LabelAction, "DRAIN_AND_RESET"), []change{{10, 1}}},
 		{telemetry.MetricXidErrorsTotal, gpu("node-c", "GPU-c0", telemetry.LabelXid, "31", telemetry.LabelAction, "RESTART_APP"), []change{{-1, 4}, {5, 6}}},
+		{telemetry.MetricHealthConditionsTotal, telemetry.NewLabels(telemetry.LabelNode, "node-a", telemetry.LabelCondition, "nvlink-errors", telemetry.LabelSeverity, "warning"), []change{{15, 1}, {16, 2}}},
+		{telemetry.MetricHealthConditionsTotal, telemetry.NewLabels(telemetry.LabelNode, "node-c", telemetry.LabelCondition, "ib-flap", telemetry.LabelSeverity, "warning"), []change{{10, 1}}},
 		{telemetry.DCGMUncorrectableRemappedRows, dcgm("node-a", "GPU-a0"), []change{{-1, 100}, {24, 200}}},
 		{telemetry.DCGMUncorrectableRemappedRows, dcgm("node-d", "GPU-d0"), []change{{-1, 300}}},
 		{telemetry.DCGMRowRemapFailure, dcgm("node-b", "GPU-b0"), []change{{-1, 0}, {40, 1}}},
