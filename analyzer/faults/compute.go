@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,15 +113,70 @@ func Compute(ctx context.Context, q store.Querier, opts Options, drains []Drain,
 		}
 		return m, nil
 	}
+	// changedIn reads only the nodes on which some series of the family
+	// changed in the window (plus the lookback before it), and the extra
+	// ones: the error counters of a healthy fleet never change, and reading
+	// all of them at 10,000 points a series would be most of the report's
+	// cost. Every series of the family is read on those nodes.
+	span := fmt.Sprintf("%ds", int64((opts.To.Sub(opts.From)+lookback)/time.Second))
+	changedIn := func(family []string, extra store.Vector) (func(string) (store.Matrix, error), error) {
+		nodes := map[string][]string{} // node label → its values
+		seen := map[string]bool{}
+		add := func(l telemetry.Labels) {
+			key, val := telemetry.LabelNode, l.Get(telemetry.LabelNode)
+			if val == "" {
+				key, val = telemetry.DCGMLabelHostname, l.Get(telemetry.DCGMLabelHostname)
+			}
+			if val != "" && !seen[key+"\xff"+val] {
+				seen[key+"\xff"+val] = true
+				nodes[key] = append(nodes[key], regexp.QuoteMeta(val))
+			}
+		}
+		for _, smp := range extra {
+			add(smp.Labels)
+		}
+		for _, name := range family {
+			v, err := q.Instant(ctx, "changes("+name+"["+span+"]) > 0", opts.To)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", name, err)
+			}
+			for _, smp := range v {
+				add(smp.Labels)
+			}
+		}
+		return func(name string) (store.Matrix, error) {
+			var out store.Matrix
+			got := map[string]bool{}
+			for _, key := range []string{telemetry.LabelNode, telemetry.DCGMLabelHostname} {
+				vals := nodes[key]
+				if len(vals) == 0 {
+					continue
+				}
+				sort.Strings(vals)
+				m, err := read(name + "{" + key + "=~" + strconv.Quote(strings.Join(vals, "|")) + "}")
+				if err != nil {
+					return nil, err
+				}
+				for _, s := range m {
+					if k := s.Labels.String(); !got[k] {
+						got[k] = true
+						out = append(out, s)
+					}
+				}
+			}
+			return out, nil
+		}, nil
+	}
+
 	r := &Report{From: opts.From.UTC(), To: opts.To.UTC(), StepSeconds: step.Seconds(), GeneratedAt: opts.Now().UTC(),
 		DrainAuditNote: drainNote, LemonCount: opts.LemonCount, LemonWindowSec: int64(opts.LemonWindow / time.Second),
 		MTBFByNode: []MTBF{}, MTBFByMod: []MTBF{}}
 	hours := opts.To.Sub(opts.From).Hours()
 
 	// Inventory: each GPU's model, each node's most common model.
-	info, err := read(telemetry.MetricGPUInfo)
+	info, err := q.Instant(ctx, "last_over_time("+telemetry.MetricGPUInfo+"["+span+"])", opts.To)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading %s: %w", telemetry.MetricGPUInfo, err)
 	}
 	gpuModel := map[string]string{}
 	nodeModels := map[string]map[string]int{}
@@ -229,14 +286,49 @@ func Compute(ctx context.Context, q store.Querier, opts Options, drains []Drain,
 	sortMTBF(r.MTBFByNode)
 	sortMTBF(r.MTBFByMod)
 
-	if r.DrainSoon, err = drainSoon(read, opts, hours); err != nil {
-		return nil, err
+	lastValue := func(name string) (store.Vector, error) {
+		v, err := q.Instant(ctx, "last_over_time("+name+"["+span+"]) != 0", opts.To)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+		return v, nil
 	}
-	if r.IBPorts, err = ibPorts(read, opts); err != nil {
-		return nil, err
+	var flags store.Vector
+	for _, name := range remapFlags {
+		v, err := lastValue(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, smp := range v {
+			smp.Name = name // last_over_time drops it
+			flags = append(flags, smp)
+		}
 	}
-	if r.NVLinks, err = nvLinks(read, opts); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		family []string
+		extra  store.Vector
+		run    func(func(string) (store.Matrix, error)) error
+	}{
+		{memoryCounters, flags, func(rd func(string) (store.Matrix, error)) (err error) {
+			r.DrainSoon, err = drainSoon(rd, flags, opts, hours)
+			return err
+		}},
+		{ibCounters, nil, func(rd func(string) (store.Matrix, error)) (err error) {
+			r.IBPorts, err = ibPorts(rd, opts)
+			return err
+		}},
+		{nvlinkCounters, nil, func(rd func(string) (store.Matrix, error)) (err error) {
+			r.NVLinks, err = nvLinks(rd, opts)
+			return err
+		}},
+	} {
+		rd, err := changedIn(f.family, f.extra)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.run(rd); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -336,7 +428,9 @@ type gpuKey struct{ node, gpu string }
 
 // drainSoon: the GPUs whose retired pages or uncorrectable remapped rows grew
 // in the window, or whose row remapping is pending or failed.
-func drainSoon(read func(string) (store.Matrix, error), opts Options, hours float64) ([]DrainSoon, error) {
+// The row remapping flags are read as they stand at the window's end
+// (nonzero), changed in the window or not.
+func drainSoon(read func(string) (store.Matrix, error), flags store.Vector, opts Options, hours float64) ([]DrainSoon, error) {
 	type acc struct {
 		retired, retiredGrowth, rows, rowsGrowth, rowsCE, dbe float64
 		pending, failed                                       bool
@@ -366,8 +460,6 @@ func drainSoon(read func(string) (store.Matrix, error), opts Options, hours floa
 			a.rows, a.rowsGrowth = last(s), g
 		}},
 		{telemetry.DCGMCorrectableRemappedRows, func(a *acc, s store.Series) { a.rowsCE = last(s) }},
-		{telemetry.DCGMRowRemapPending, func(a *acc, s store.Series) { a.pending = last(s) != 0 }},
-		{telemetry.DCGMRowRemapFailure, func(a *acc, s store.Series) { a.failed = last(s) != 0 }},
 		{telemetry.DCGMECCDBEAggTotal, func(a *acc, s store.Series) { a.dbe, _ = counter(s, opts.From, false) }},
 	} {
 		m, err := read(c.name)
@@ -376,6 +468,14 @@ func drainSoon(read func(string) (store.Matrix, error), opts Options, hours floa
 		}
 		for _, s := range m {
 			c.add(get(s.Labels), s)
+		}
+	}
+	for _, smp := range flags {
+		a := get(smp.Labels)
+		if smp.Name == telemetry.DCGMRowRemapFailure {
+			a.failed = true
+		} else {
+			a.pending = true
 		}
 	}
 	out := []DrainSoon{}
@@ -495,3 +595,18 @@ func nvLinks(read func(string) (store.Matrix, error), opts Options) ([]NVLinkLin
 	})
 	return out[:min(len(out), opts.Top)], nil
 }
+
+// The counter families read only on nodes where one of them changed, and the
+// row remapping flags, read as they stand at the window's end.
+var (
+	memoryCounters = []string{telemetry.DCGMRetiredSBE, telemetry.DCGMRetiredDBE, telemetry.DCGMUncorrectableRemappedRows,
+		telemetry.DCGMCorrectableRemappedRows, telemetry.DCGMECCDBEAggTotal}
+	ibCounters     = []string{telemetry.NodeIBLinkDownedTotal, telemetry.MetricIBSymbolErrorsTotal}
+	nvlinkCounters = []string{telemetry.MetricNVLinkCRCFlitErrorsTotal, telemetry.MetricNVLinkCRCDataErrorsTotal,
+		telemetry.MetricNVLinkReplayErrorsTotal, telemetry.MetricNVLinkRecoveryErrorsTotal}
+	remapFlags = []string{telemetry.DCGMRowRemapPending, telemetry.DCGMRowRemapFailure}
+)
+
+// lookback is the PromQL lookback delta: a range query's first point stands
+// for the last sample up to this long before the window.
+const lookback = 5 * time.Minute

@@ -69,8 +69,11 @@ func checkFleet(t *testing.T, r *Report) {
 	if len(r.Lemons) != 1 || r.Lemons[0].Node != "node-b" || r.Lemons[0].Drains != 3 || r.Lemons[0].MaxWithin != 3 {
 		t.Errorf("lemons %+v, want node-b with 3 drains", r.Lemons)
 	}
-	if len(r.DrainSoon) != 3 {
-		t.Fatalf("drain soon %+v, want b0, c1, a0", r.DrainSoon)
+	if len(r.DrainSoon) != 4 {
+		t.Fatalf("drain soon %+v, want b0, c1, a0, d1", r.DrainSoon)
+	}
+	if d1 := r.DrainSoon[3]; d1.GPU != "GPU-d1" || !d1.RemapPending || d1.RemapFailed || d1.HoursToLimit != nil {
+		t.Errorf("drain soon last %+v, want GPU-d1 with a pending remap", d1)
 	}
 	b0, c1, a0 := r.DrainSoon[0], r.DrainSoon[1], r.DrainSoon[2]
 	if b0.GPU != "GPU-b0" || !b0.RemapFailed || b0.HoursToLimit != nil {

@@ -63,7 +63,7 @@ func TestFaultsCommand(t *testing.T) {
 	}
 	code, out, errOut = gw(t, "faults", "--server", url, "--from", from, "--to", to, "--output", "json")
 	var r faults.Report
-	if err := json.Unmarshal([]byte(out), &r); code != 0 || errOut != "" || err != nil || r.XidTotal != 11 || r.Failures != 3 || len(r.DrainSoon) != 3 {
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || errOut != "" || err != nil || r.XidTotal != 11 || r.Failures != 3 || len(r.DrainSoon) != 4 {
 		t.Errorf("json: exit %d, stderr %q, %v: %s", code, errOut, err, out)
 	}
 	code, out, errOut = gw(t, "faults", "--server", url, "--from", from, "--to", to, "--output", "csv", "--top", "1")

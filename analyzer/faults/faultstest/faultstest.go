@@ -44,12 +44,12 @@ const (
 //	       mlx5_0/1: link_downed 7, reset to 0 at 10h (agent restart), 1 at
 //	       12h: one flap. c0 link 0: replays 200, one recovery.
 //	node-d (A100): drained at 30h; GPU d0 remapped rows 300 throughout (no
-//	       growth: not in drain soon).
+//	       growth: not in drain soon); GPU d1 a row remap pending throughout.
 //
 // Hence: Xids 11 (13: 5, 79: 3, 31: 2, 48: 1; RESTART_APP 7, RESET_GPU 3,
 // DRAIN_AND_RESET 1; H100 8, A100 3; node-a 8, node-c 3); failures a 2, b 3,
 // c 1, d 1 = 7; MTBF a 24 h, b 16 h, c 48 h, d 48 h, H100 96/5 = 19.2 h, A100
-// 96/2 = 48 h; drain soon b0 (failed), c1 (24 h), a0 (149.76 h); InfiniBand
+// 96/2 = 48 h; drain soon b0 (failed), c1 (24 h), a0 (149.76 h), d1 (pending); InfiniBand
 // node-a (3 flaps), node-c (1), node-b (0 flaps, 500 symbol errors); NVLink
 // node-c/c0/0 (200), node-a/a0/3 (100). Health conditions raised (created by
 // their first raise): nvlink-errors twice on node-a (15h, 16h), ib-flap once
@@ -91,6 +91,7 @@ func Fleet(t0 time.Time) []telemetry.Sample {
 		{telemetry.MetricHealthConditionsTotal, telemetry.NewLabels(telemetry.LabelNode, "node-c", telemetry.LabelCondition, "ib-flap", telemetry.LabelSeverity, "warning"), []change{{10, 1}}},
 		{telemetry.DCGMUncorrectableRemappedRows, dcgm("node-a", "GPU-a0"), []change{{-1, 100}, {24, 200}}},
 		{telemetry.DCGMUncorrectableRemappedRows, dcgm("node-d", "GPU-d0"), []change{{-1, 300}}},
+		{telemetry.DCGMRowRemapPending, dcgm("node-d", "GPU-d1"), []change{{-1, 1}}},
 		{telemetry.DCGMRowRemapFailure, dcgm("node-b", "GPU-b0"), []change{{-1, 0}, {40, 1}}},
 		{telemetry.DCGMUncorrectableRemappedRows, dcgm("node-b", "GPU-b0"), []change{{-1, 0}}},
 		{telemetry.DCGMRetiredSBE, dcgm("node-c", "GPU-c1"), []change{{-1, 20}, {12, 40}}},
