@@ -34,8 +34,7 @@ var agentWrites = map[string]bool{
 //
 //	none     GET /healthz
 //	read     GET anything else (query API, UI, gpuwatch's GET endpoints such as
-//	         the utilization report /api/gpuwatch/v1/report, the fault report
-//	         /api/gpuwatch/v1/faults, /metrics);
+//	         the utilization report /api/gpuwatch/v1/report, /metrics);
 //	         POST to the query API's read endpoints; the kube-scheduler extender
 //	agent    remote write and import; POST /api/gpuwatch/v1/health
 //	operate  POST /api/gpuwatch/v1/drain, resume, place, release
