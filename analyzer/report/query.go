@@ -47,32 +47,9 @@ func ParseQuery(v url.Values, now time.Time) (Options, error) {
 // says (a command names its flags).
 func ParseQueryAs(v url.Values, now time.Time, name func(param string) string) (Options, error) {
 	var o Options
-	from, to, last := v.Get(ParamFrom), v.Get(ParamTo), v.Get(ParamLast)
-	switch {
-	case last != "" && (from != "" || to != ""):
-		return o, fmt.Errorf("give either %s and %s, or %s, not both", name(ParamFrom), name(ParamTo), name(ParamLast))
-	case (from == "") != (to == ""):
-		return o, fmt.Errorf("give both %s and %s (RFC 3339, e.g. 2026-11-01T00:00:00Z), or %s", name(ParamFrom), name(ParamTo), name(ParamLast))
-	case from != "":
-		var err error
-		if o.From, err = time.Parse(time.RFC3339, from); err != nil {
-			return o, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-01T00:00:00Z", name(ParamFrom), from)
-		}
-		if o.To, err = time.Parse(time.RFC3339, to); err != nil {
-			return o, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-08T00:00:00Z", name(ParamTo), to)
-		}
-		if !o.To.After(o.From) {
-			return o, fmt.Errorf("the window %s to %s is empty or reversed: %s must be after %s", from, to, name(ParamTo), name(ParamFrom))
-		}
-	default:
-		d := 24 * time.Hour
-		if last != "" {
-			var err error
-			if d, err = time.ParseDuration(last); err != nil || d <= 0 {
-				return o, fmt.Errorf("%s %q: want a positive duration such as 24h or 168h", name(ParamLast), last)
-			}
-		}
-		o.To, o.From = now, now.Add(-d)
+	var err error
+	if o.From, o.To, err = ParseWindow(v, now, 24*time.Hour, name); err != nil {
+		return o, err
 	}
 	if b := v.Get(ParamBy); b != "" {
 		by, err := ParseBy(b)
@@ -104,6 +81,38 @@ func ParseQueryAs(v url.Values, now time.Time, name func(param string) string) (
 		}
 	}
 	return o, o.validate()
+}
+
+// ParseWindow reads a window from the API's from and to (RFC 3339) or last
+// (a Go duration ending at now; def when none is given), with errors naming
+// each parameter as name says. The fault report (analyzer/faults) shares it.
+func ParseWindow(v url.Values, now time.Time, def time.Duration, name func(param string) string) (start, end time.Time, err error) {
+	from, to, last := v.Get(ParamFrom), v.Get(ParamTo), v.Get(ParamLast)
+	switch {
+	case last != "" && (from != "" || to != ""):
+		return start, end, fmt.Errorf("give either %s and %s, or %s, not both", name(ParamFrom), name(ParamTo), name(ParamLast))
+	case (from == "") != (to == ""):
+		return start, end, fmt.Errorf("give both %s and %s (RFC 3339, e.g. 2026-11-01T00:00:00Z), or %s", name(ParamFrom), name(ParamTo), name(ParamLast))
+	case from != "":
+		if start, err = time.Parse(time.RFC3339, from); err != nil {
+			return start, end, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-01T00:00:00Z", name(ParamFrom), from)
+		}
+		if end, err = time.Parse(time.RFC3339, to); err != nil {
+			return start, end, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-08T00:00:00Z", name(ParamTo), to)
+		}
+		if !end.After(start) {
+			return start, end, fmt.Errorf("the window %s to %s is empty or reversed: %s must be after %s", from, to, name(ParamTo), name(ParamFrom))
+		}
+	default:
+		d := def
+		if last != "" {
+			if d, err = time.ParseDuration(last); err != nil || d <= 0 {
+				return start, end, fmt.Errorf("%s %q: want a positive duration such as 24h or 168h", name(ParamLast), last)
+			}
+		}
+		end, start = now, now.Add(-d)
+	}
+	return start, end, nil
 }
 
 // validate checks what defaults would otherwise reject, on a copy.
