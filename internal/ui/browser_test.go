@@ -237,9 +237,12 @@ func TestDrainFromUI(t *testing.T) {
 		t.Errorf("node-03 after the drain:\n%s", st)
 	}
 	p.Screenshot("node-03-drained")
+	p.MustDo("resume form", chromedp.SendKeys("#resume-reason-node-03", "INC-42 GPU 2 reseated"))
 	p.Click(`form[action="/ui/resume"] button`)
 	p.MustDo("waiting for the resume", chromedp.WaitVisible(".flash"))
-	waitAudit(t, s, "node-03", "resume", "accepted")
+	if rec := waitAudit(t, s, "node-03", "resume", "accepted"); rec["reason"] != "INC-42 GPU 2 reseated" || rec["user"] != "operator" {
+		t.Errorf("the resume's audit record: %v, want user operator and the reason", rec)
+	}
 	p.NoProblems()
 }
 
@@ -346,7 +349,7 @@ func TestReadOnlyAndCSRF(t *testing.T) {
 	if strings.Contains(string(nb), "forged") {
 		t.Errorf("a refused request drained node-01: %s", nb)
 	}
-	if code, body := post("/ui/resume", url.Values{"node": {"node-01"}, "csrf_token": {token}}, s.url); code != http.StatusSeeOther {
+	if code, body := post("/ui/resume", url.Values{"node": {"node-01"}, "reason": {"checked"}, "csrf_token": {token}}, s.url); code != http.StatusSeeOther {
 		t.Errorf("a resume with the token from the same origin: %d %s", code, body)
 	}
 	waitAudit(t, s, "node-01", "resume", "accepted")

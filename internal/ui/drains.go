@@ -130,7 +130,12 @@ func (u *UI) handleResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	node := strings.TrimSpace(r.PostFormValue("node"))
-	if err := u.opts.Drain.ManualResume(node, actor(r)); err != nil {
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		u.fail(w, r, http.StatusBadRequest, "Resume refused", "say why "+node+" may take work again (the audit log keeps it)")
+		return
+	}
+	if err := u.opts.Drain.ManualResume(node, reason, actor(r)); err != nil {
 		u.fail(w, r, http.StatusBadRequest, "Resume refused", err.Error())
 		return
 	}

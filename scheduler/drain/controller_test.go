@@ -383,10 +383,15 @@ func TestManualDrainAndResume(t *testing.T) {
 		h.observe(n1, remapPending(n1, 0))
 	}
 	h.process()
-	if err := h.c.ManualResume(n1, "bob"); err != nil {
+	if err := h.c.ManualResume(n1, "GPU reseated, INC-7", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	h.process()
+	if recs := h.audit(); !slices.ContainsFunc(recs, func(r AuditRecord) bool {
+		return r.Event == "manual" && r.Action == kindResume && r.Reason == "GPU reseated, INC-7" && r.User == "bob"
+	}) {
+		t.Errorf("no audit record of bob's resume with its reason: %+v", recs)
+	}
 	if h.state(n1) != H || h.act.effective("resume", n1) != 1 || h.act.effective("drain", n1) != 1 {
 		t.Fatalf("state %s, calls %+v", h.state(n1), h.act.calls)
 	}

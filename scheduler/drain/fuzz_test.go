@@ -121,7 +121,7 @@ func checkManual(t *testing.T, node, reason, user string, resume bool) {
 	what := "manual drain"
 	if resume {
 		what = "manual resume"
-		err = c.ManualResume(node, user)
+		err = c.ManualResume(node, reason, user)
 	} else {
 		err = c.ManualDrain(node, reason, user)
 	}

@@ -64,7 +64,7 @@ func (c *Controller) Register(mux *http.ServeMux, prefix string) {
 		return n, http.StatusAccepted, nil
 	}))
 	mux.HandleFunc("POST "+prefix+"/resume", c.manual(func(m ManualRequest) (any, int, error) {
-		if err := c.ManualResume(m.Node, m.User); err != nil {
+		if err := c.ManualResume(m.Node, m.Reason, m.User); err != nil {
 			return nil, 0, err
 		}
 		n, _ := c.Node(m.Node)

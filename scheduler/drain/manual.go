@@ -49,8 +49,8 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 // ManualResume returns a node to service on a person's word, whoever drained it.
 // The conditions active now are acknowledged: they do not drain the node again until
 // they clear and come back.
-func (c *Controller) ManualResume(node, user string) error {
-	user = clean(user, maxUser)
+func (c *Controller) ManualResume(node, reason, user string) error {
+	reason, user = clean(reason, MaxReason), clean(user, maxUser)
 	switch {
 	case node == "":
 		return errors.New("manual resume: no node given")
@@ -73,7 +73,7 @@ func (c *Controller) ManualResume(node, user string) error {
 	}
 	t.Stuck, t.WaitingBudget = "", false
 	c.enqueue(node, t, &action{Kind: kindResume, Manual: true, User: user},
-		AuditRecord{Node: node, Event: "manual", Action: kindResume, User: user})
+		AuditRecord{Node: node, Event: "manual", Action: kindResume, Reason: reason, User: user})
 	c.saveLocked()
 	c.signal()
 	return c.saveErr
