@@ -46,7 +46,9 @@ const FragmentCSS = `.gw-report h1{font-size:1.4em;margin:0 0 .3em}.gw-report h2
 .gw-report tr.gw-total td{font-weight:600;border-top:2px solid #57606a}
 .gw-report svg{max-width:100%;height:auto;display:block}
 .gw-legend span{display:inline-block;margin-right:1.2em;font-size:.85em}
-.gw-legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}`
+.gw-legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}
+.gw-legend i.gw-allocated{background:` + colAllocated + `}.gw-legend i.gw-measured{background:` + colMeasured + `}
+.gw-legend i.gw-idle{background:` + colIdle + `}.gw-legend i.gw-prev{background:` + colPrev + `;width:.2em}`
 
 // Chart colours.
 const (
@@ -74,11 +76,12 @@ func HTMLFragment(r *Report) template.HTML {
 		hours(r.Total.Allocated), hours(r.Total.Measured), pct(r.Total.Efficiency), hours(r.Total.Idle))
 
 	b.WriteString(`<h2>GPU-hours by ` + e(string(r.By)) + `</h2>`)
-	fmt.Fprintf(&b, `<div class="gw-legend"><span><i style="background:%s"></i>allocated</span><span><i style="background:%s"></i>measured</span><span><i style="background:%s"></i>idle allocated</span></div>`,
-		colAllocated, colMeasured, colIdle)
+	// Classes, not style attributes: a page with a strict Content-Security-Policy
+	// (the web UI's style-src 'self') refuses inline styles.
+	b.WriteString(`<div class="gw-legend"><span><i class="gw-allocated"></i>allocated</span><span><i class="gw-measured"></i>measured</span><span><i class="gw-idle"></i>idle allocated</span></div>`)
 	b.WriteString(HoursChartSVG(r))
 	b.WriteString(`<h2>Efficiency</h2>`)
-	fmt.Fprintf(&b, `<div class="gw-legend"><span><i style="background:%s"></i>this period</span><span><i style="background:%s;width:.2em"></i>previous period</span></div>`, colMeasured, colPrev)
+	b.WriteString(`<div class="gw-legend"><span><i class="gw-measured"></i>this period</span><span><i class="gw-prev"></i>previous period</span></div>`)
 	b.WriteString(EfficiencyChartSVG(r))
 
 	b.WriteString(`<h2>Table</h2><table><thead><tr><th>` + e(string(r.By)) + `</th>`)

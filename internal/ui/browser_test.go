@@ -409,6 +409,7 @@ func TestPages(t *testing.T) {
 		{"/placements", "table.decisions", "placed"},
 		{"/fairshare", "table.standing", "root"},
 		{"/alerts", "main", "Gpuwatch"},
+		{"/reports?by=account", "section.gw-report", "GPU-hours by account"},
 	} {
 		p.MustDo("opening "+pg.path, chromedp.Navigate(s.url+pg.path), chromedp.WaitVisible(pg.sel))
 		if txt := p.Text(pg.sel); !strings.Contains(txt, pg.want) {

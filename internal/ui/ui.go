@@ -146,6 +146,8 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /placements", u.handlePlacements)
 	mux.HandleFunc("GET /placements/{id}", u.handlePlacement)
 	mux.HandleFunc("GET /fairshare", u.handleFairShare)
+	mux.HandleFunc("GET /reports", u.handleReports)
+	mux.HandleFunc("GET "+ReportCSSPath, u.handleReportCSS)
 	mux.HandleFunc("GET "+LoginPath, u.handleLoginPage)
 	mux.HandleFunc("POST "+LoginPath, u.handleLogin)
 	mux.HandleFunc("POST "+LogoutPath, u.handleLogout)
