@@ -13,16 +13,14 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/faults"
-	"github.com/gpuwatch/gpuwatch/analyzer/report"
 )
 
 func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("faults", stderr)
 	var cf clientFlags
 	cf.register(fs)
-	from := fs.String("from", "", "start of the window, RFC 3339 (with --to)")
-	to := fs.String("to", "", "end of the window, RFC 3339 (with --from)")
-	last := fs.Duration("last", 0, "the window ending now, instead of --from and --to (default 168h)")
+	var win windowFlags
+	win.register(fs, "168h")
 	output := fs.String("output", "table", "table, json or csv (one row per number: section,key,field,value)")
 	lemonCount := fs.Int("lemon-count", 3, "drains of one node within --lemon-window that make it a lemon")
 	lemonWindow := fs.Duration("lemon-window", 7*24*time.Hour, "the window --lemon-count drains must fall within")
@@ -50,16 +48,8 @@ func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: --output: %v", errUsage, err)
 	}
 	v := url.Values{}
-	switch {
-	case *last != 0 && (*from != "" || *to != ""):
-		return fmt.Errorf("%w: give --from and --to, or --last, not both", errUsage)
-	case *last < 0:
-		return fmt.Errorf("%w: --last %s: want a positive duration such as 168h", errUsage, *last)
-	case *from != "" || *to != "":
-		v.Set(report.ParamFrom, *from)
-		v.Set(report.ParamTo, *to)
-	case *last > 0:
-		v.Set(report.ParamLast, last.String())
+	if err := win.set(v); err != nil {
+		return err
 	}
 	v.Set(faults.ParamLemonCount, strconv.Itoa(*lemonCount))
 	v.Set(faults.ParamLemonWindow, lemonWindow.String())

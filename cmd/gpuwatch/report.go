@@ -26,9 +26,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("report", stderr)
 	var cf clientFlags
 	cf.register(fs)
-	from := fs.String("from", "", "start of the window, RFC 3339 (with --to)")
-	to := fs.String("to", "", "end of the window, RFC 3339 (with --from)")
-	last := fs.Duration("last", 0, "the window ending now, instead of --from and --to (default 24h)")
+	var win windowFlags
+	win.register(fs, "24h")
 	by := fs.String("by", "account", "group by account, user, job, namespace, node or model")
 	output := fs.String("output", "table", "table, csv, json, markdown or html (one self-contained file)")
 	idleBelow := fs.String("idle-below", "5%", "activity under which an allocated GPU is idle (5% or 0.05)")
@@ -54,16 +53,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: --output: %v", errUsage, err)
 	}
 	v := url.Values{}
-	switch {
-	case *last != 0 && (*from != "" || *to != ""):
-		return fmt.Errorf("%w: give --from and --to, or --last, not both", errUsage)
-	case *last < 0:
-		return fmt.Errorf("%w: --last %s: want a positive duration such as 24h", errUsage, *last)
-	case *from != "" || *to != "":
-		v.Set(report.ParamFrom, *from)
-		v.Set(report.ParamTo, *to)
-	case *last > 0:
-		v.Set(report.ParamLast, last.String())
+	if err := win.set(v); err != nil {
+		return err
 	}
 	v.Set(report.ParamBy, *by)
 	v.Set(report.ParamIdleBelow, *idleBelow)
