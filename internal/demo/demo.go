@@ -563,6 +563,7 @@ func (r *run) collectResult() error {
 func (r *run) printFinal() error {
 	r.p.final(r.res, r.o)
 	utilizationReport(r.o, r.ds, r.fleet.Start(), r.fleet.Now()) // report.go
+	faultSummary(r.o, r.ds, r.fleet.Start(), r.fleet.Now())      // report.go
 	return nil
 }
 

@@ -237,7 +237,7 @@ func TestDefaultStory(t *testing.T) {
 			t.Errorf("output lacks %q", s)
 		}
 	}
-	for _, s := range []string{"fleet: 128 GPUs", "Xids counted by the agents", "GPU-hours allocated",
+	for _, s := range []string{"fleet: 128 GPUs", "Xids counted by the agents", "GPU-hours allocated", "Faults over the run (gpuwatch faults): 16 nodes, 128 GPUs;",
 		"node healthy → draining", "cleared ib-down", res.MetricsNode + "'s /metrics"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q:\n%s", s, out.String())
@@ -257,10 +257,10 @@ func TestDefaultStory(t *testing.T) {
 	if alerts > 80 {
 		t.Errorf("%d alert lines: the story should page a few dozen times, not on every cycle", alerts)
 	}
-	// 250 for the story and its summaries, 30 for the utilization report by
-	// account that ends it.
-	if n := strings.Count(out.String(), "\n") - len(res.Placement.Placed) - alerts; n > 280 {
-		t.Errorf("the default output has %d lines besides the placements and alerts, want at most 280", n)
+	// 250 for the story and its summaries, 40 for the utilization report by
+	// account and the fault summary that end it.
+	if n := strings.Count(out.String(), "\n") - len(res.Placement.Placed) - alerts; n > 290 {
+		t.Errorf("the default output has %d lines besides the placements and alerts, want at most 290", n)
 	}
 }
 
