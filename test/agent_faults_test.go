@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gpuwatch/gpuwatch/test/fulldisk"
+	"github.com/gpuwatch/gpuwatch/test/syncbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -306,23 +306,8 @@ faults:
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a writer and a reader at once.
+type syncBuffer = syncbuf.Buffer
 
 // post sends one remote-write request of n series at at and returns the answer.
 func post(t *testing.T, url string, at time.Time, n int) (int, string) {

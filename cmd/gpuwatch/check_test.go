@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/gpuwatch/gpuwatch/test/syncbuf"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -105,23 +105,8 @@ func TestCheckSlurmOwnsItsDrains(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe to read while the command writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a buffer safe for a writer and a reader at once.
+type syncBuffer = syncbuf.Buffer
 
 // TestAgentCommandServes starts `gpuwatch agent --simulate` as a user would and
 // scrapes it over real HTTP.

@@ -1,8 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"github.com/gpuwatch/gpuwatch/test/fulldisk"
+	"github.com/gpuwatch/gpuwatch/test/syncbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -87,22 +87,8 @@ func (r *rwReceiver) received() (times []int64, total int) {
 	return slices.Clone(r.times), r.total
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a writer and a reader at once.
+type syncBuffer = syncbuf.Buffer
 
 // waitUntil polls cond for up to 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/test/syncbuf"
 	"io"
 	"net"
 	"net/http"
@@ -379,23 +380,8 @@ func TestServerListen(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a writer and a reader at once.
+type syncBuffer = syncbuf.Buffer
 
 func TestBadScenario(t *testing.T) {
 	_, err := Run(context.Background(), Options{

@@ -1,10 +1,10 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/test/syncbuf"
 	"io"
 	"net/http"
 	"net/url"
@@ -49,22 +49,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a writer and a reader at once.
+type syncBuffer = syncbuf.Buffer
 
 func runStory(t *testing.T) *storyRun {
 	t.Helper()
