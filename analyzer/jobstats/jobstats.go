@@ -25,6 +25,11 @@ const (
 	ParamIdleFor   = report.ParamIdleFor   // a Go duration
 )
 
+// MaxSteps bounds the steps of the search window (Prometheus answers at
+// most 11,000 points a series); a longer window gets a larger step. Seven
+// days at the default 60 s are 10,080.
+const MaxSteps = 11_000
+
 // DefaultSearch is how far back the job is looked for when no window is given.
 const DefaultSearch = 7 * 24 * time.Hour
 
@@ -39,7 +44,7 @@ type Options struct {
 	// From and To bound the search for the job.
 	From, To time.Time
 	// Step is the resolution (default 60 s, more on windows longer than
-	// 10,000 steps). From is rounded down and To up to whole steps.
+	// MaxSteps). From is rounded down and To up to whole steps.
 	Step time.Duration
 	// IdleBelow (0–1, default 0.05) and IdleFor (default 30 minutes): a GPU
 	// measured below IdleBelow for at least IdleFor is idle for that stretch.
@@ -77,13 +82,10 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("the window %s to %s is empty or reversed: the end must be after the start",
 			o.From.UTC().Format(time.RFC3339), o.To.UTC().Format(time.RFC3339))
 	}
-	if n := o.To.Sub(o.From) / o.Step; n > 10_000 {
-		o.Step = (o.To.Sub(o.From)/10_000 + time.Second - 1).Truncate(time.Second)
+	if n := o.To.Sub(o.From) / o.Step; n > MaxSteps {
+		o.Step = (o.To.Sub(o.From)/MaxSteps + time.Second - 1).Truncate(time.Second)
 	}
-	o.From, o.To = alignDown(o.From, o.Step), alignDown(o.To, o.Step)
-	if !o.To.After(o.From) {
-		o.To = o.From.Add(o.Step)
-	}
+	o.From, o.To = alignDown(o.From, o.Step), alignDown(o.To.Add(o.Step-1), o.Step)
 	return nil
 }
 
