@@ -217,10 +217,13 @@ func label(ls telemetry.Labels, names ...string) string {
 
 func secs(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) + "s" }
 
+// cutPod splits "namespace/pod".
+func cutPod(job string) (ns, pod string, ok bool) { return strings.Cut(job, "/") }
+
 // Selector is the allocation series' label matcher for a job: job_id, or
 // namespace and pod for "namespace/pod".
 func Selector(job string) string {
-	if ns, pod, ok := strings.Cut(job, "/"); ok {
+	if ns, pod, ok := cutPod(job); ok {
 		return "{" + telemetry.LabelNamespace + "=" + strconv.Quote(ns) + "," + telemetry.LabelPod + "=" + strconv.Quote(pod) + "}"
 	}
 	return "{" + telemetry.LabelJobID + "=" + strconv.Quote(job) + "}"
