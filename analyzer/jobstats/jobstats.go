@@ -242,7 +242,10 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Result, error
 		return nil, err
 	}
 	s := opts.Step
-	w := "[" + secs(s) + "]"
+	// A step's window is its length less a millisecond: (t−s, t] on
+	// Prometheus 3 and VictoriaMetrics and [t−s, t] on Prometheus 2 read the
+	// same samples, so each sample falls in exactly one step.
+	w := "[" + strconv.FormatInt(s.Milliseconds()-1, 10) + "ms]"
 	rangeQ := func(expr string, from, to time.Time) (store.Matrix, error) {
 		m, err := q.Range(ctx, expr, store.Range{Start: from, End: to, Step: s})
 		if err != nil {
