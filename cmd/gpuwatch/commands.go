@@ -23,6 +23,7 @@ func commands() map[string]command {
 		"simulate":  {"replay traces: `simulate openb` (GPU packing with the FGD paper's protocol), `simulate fairshare` (fair share charged by allocation or by measured use)", runSimulate},
 		"report":    {"print a GPU utilization report (allocated vs measured GPU-hours, efficiency, idle, headroom) by account, user, job, namespace, node or model", runReport},
 		"faults":    {"print fault analytics: Xids by code, action, model and node; MTBF; lemon nodes; GPUs to drain soon; worst InfiniBand ports and NVLinks", runFaults},
+		"jobstats":  {"print one job's GPU efficiency, like seff: per GPU SM activity, utilization, memory peak, power, energy, idle stretches, Xids and conditions, and a verdict", runJobStats},
 		"fairshare": {"print the fair-share standing (shares, measured and allocated GPU usage, factors) from a gpuwatch server", runFairShare},
 		"demo":      {"run a simulated GPU fleet with a scripted fault story and a gpuwatch agent per node; print what the agents report", runDemo},
 		"server":    {"run the control plane: the store (remote-write ingest, Prometheus query API), drain controller, placement, fair share, alerting rules; behind bearer tokens and TLS", runServer},

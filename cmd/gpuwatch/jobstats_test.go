@@ -1,0 +1,86 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/analyzer/jobstats"
+	"github.com/gpuwatch/gpuwatch/analyzer/jobstats/jobstatstest"
+	"github.com/gpuwatch/gpuwatch/test/realstore"
+)
+
+// TestJobStatsCommand: gpuwatch jobstats against a real gpuwatch server fed
+// jobstatstest's synthetic job by remote write: table and JSON carry the
+// numbers its comment derives by hand; an unknown job exits 1 with one line,
+// bad flags exit 2 with one line naming what to change.
+func TestJobStatsCommand(t *testing.T) {
+	url, _ := startServerCommand(t, "--out-of-order-window", "4h") // the job is two hours old
+	t0 := time.Now().Add(-140 * time.Minute).Truncate(time.Minute)
+	body, err := realstore.EncodeWriteRequest(jobstatstest.Samples(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusNoContent {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("remote write: %s: %s", resp.Status, msg)
+	}
+	resp.Body.Close()
+
+	code, out, errOut := gw(t, "jobstats", jobstatstest.Job, "--server", url)
+	for _, want := range []string{"Job 4242: 3 GPUs allocated, 1 did nothing, 1 idle for 30m0s or more; mean activity 34%; 1 Xid",
+		"6.00 GPU-hours", "GPU-a0", "60000/81559 MiB (74%)", "0.992 kWh", "2h0m0s (did nothing)", "13×1", "Idle stretches (below 5% for 30m0s or more)"} {
+		if code != 0 || errOut != "" || !strings.Contains(out, want) {
+			t.Errorf("table: exit %d, stderr %q, want %q in\n%s", code, errOut, want, out)
+		}
+	}
+	// Flags after the job id, and a threshold that makes nobody idle.
+	code, out, errOut = gw(t, "jobstats", "--server", url, jobstatstest.Job, "--output", "json", "--idle-below", "1%", "--last", "24h")
+	var r jobstats.Result
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || errOut != "" || err != nil || len(r.GPUs) != 3 || r.Idle != 0 ||
+		r.Verdict != "3 GPUs allocated; mean activity 34%; 1 Xid" || r.GPUs[2].Utilization == nil || *r.GPUs[2].Utilization != 41 {
+		t.Errorf("json: exit %d, stderr %q, %v: %s", code, errOut, err, out)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"12345", "--server", url}, 1, `job "12345": no such job`},
+		{[]string{"12345", "--server", dead}, 1, "gpuwatch server"},
+		{[]string{"--server", url}, 2, "which job?"},
+		{[]string{"1", "2", "--server", url}, 2, `one job at a time: got "1" and "2"`},
+		{[]string{"4242", "--server", url, "--output", "csv"}, 2, `--output: unknown output "csv": want one of table, json`},
+		{[]string{"4242", "--server", url, "--idle-below", "150%"}, 2, "--idle-below"},
+		{[]string{"4242", "--server", url, "--idle-for", "-5m"}, 2, "--idle-for"},
+		{[]string{"4242", "--server", url, "--last", "1h", "--from", "2026-11-01T00:00:00Z"}, 2, "not both"},
+		{[]string{"4242", "--server", url, "--nope"}, 2, "flag provided but not defined: -nope"},
+	} {
+		code, out, errOut := gw(t, append([]string{"jobstats"}, c.args...)...)
+		if code != c.code || out != "" || !strings.Contains(errOut, c.want) || (c.code == 1 && strings.Count(strings.TrimSpace(errOut), "\n") != 0) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.want)
+		}
+	}
+}
