@@ -46,10 +46,7 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 		return nil, err
 	}
 	s := opts.Step
-	n := int(opts.To.Sub(opts.From) / s)
-	if n < 1 {
-		return nil, fmt.Errorf("the window %s is shorter than a step (%s)", opts.To.Sub(opts.From), s)
-	}
+	n := int(opts.To.Sub(opts.From) / s) // 1 or more: defaults checks
 	// Step i covers (start + (i-1)s, start + is], evaluated at its end.
 	r := store.Range{Start: opts.From.Add(s), End: opts.From.Add(time.Duration(n) * s), Step: s}
 	look := "[" + promDuration(max(s, time.Minute)) + "]"

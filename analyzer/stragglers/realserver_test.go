@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,125 +16,13 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/analyzer/stragglers"
+	"github.com/gpuwatch/gpuwatch/analyzer/stragglers/stragglerstest"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/server"
-	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/test/realstore"
 )
 
-const sampleEvery = 15 * time.Second
-
-// gpuSim is one simulated GPU: its healthy levels times its factors, with
-// noise, and its throttle-reasons mask.
-type gpuSim struct {
-	node, uuid string
-	index      int
-	// Factors on the healthy SM clock, activity and power (1: healthy),
-	// applied from lagFrom on (0: the whole window).
-	clock, active, power float64
-	lagFrom              time.Duration
-	throttle             uint64
-	noise                float64 // relative, uniform ±
-	noSMActive           bool    // reports DCGM_FI_DEV_GPU_UTIL only
-}
-
-// fleet simulates the window [t0, t0+10m]:
-//
-//   - job train-a, 8 GPUs on node-1: GPU-a3 thermally throttled (SM clock
-//     and power 30 % down, hw_thermal_slowdown);
-//   - job train-b, 16 GPUs on node-2 and node-3: node-3 power capped (power
-//     30 %, clock 15 % down, sw_power_cap);
-//   - pod ml/healthy (Kubernetes attribution), 8 GPUs on node-4 reporting
-//     GPU_UTIL only: per-GPU offsets up to ±4 % and ±8 % noise per sample,
-//     nothing else;
-//   - job train-e, 4 GPUs on node-5: GPU-e2 (a sick link) 45 % less busy at
-//     the same clock for the last 6 minutes;
-//   - job solo, 1 GPU on node-6: never compared.
-func fleet(t0 time.Time) []telemetry.Sample {
-	rng := rand.New(rand.NewPCG(16, 4))
-	type job struct {
-		id, pod, ns string
-		gpus        []gpuSim
-	}
-	healthy := func(node, prefix string, from, n int) []gpuSim {
-		var out []gpuSim
-		for i := range n {
-			out = append(out, gpuSim{node: node, uuid: fmt.Sprintf("GPU-%s%d", prefix, from+i), index: i, clock: 1, active: 1, power: 1, noise: 0.02})
-		}
-		return out
-	}
-	a := healthy("node-1", "a", 0, 8)
-	a[3].clock, a[3].power, a[3].throttle = 0.7, 0.7, 0x40
-	b := append(healthy("node-2", "b", 0, 8), healthy("node-3", "b", 8, 8)...)
-	for i := 8; i < 16; i++ {
-		b[i].clock, b[i].power, b[i].throttle = 0.85, 0.7, 0x4
-	}
-	c := healthy("node-4", "c", 0, 8)
-	for i := range c {
-		f := 0.96 + 0.08*float64(i)/7
-		c[i].clock, c[i].active, c[i].power, c[i].noise, c[i].noSMActive = f, f, f, 0.08, true
-	}
-	e := healthy("node-5", "e", 0, 4)
-	e[2].active, e[2].lagFrom = 0.55, 4*time.Minute
-	jobs := []job{{id: "train-a", gpus: a}, {id: "train-b", gpus: b}, {pod: "healthy", ns: "ml", gpus: c},
-		{id: "train-e", gpus: e}, {id: "solo", gpus: healthy("node-6", "s", 0, 1)}}
-
-	var out []telemetry.Sample
-	for k := range int(10 * time.Minute / sampleEvery) {
-		at := t0.Add(time.Duration(k)*sampleEvery + 5*time.Second)
-		for _, j := range jobs {
-			for _, g := range j.gpus {
-				ls := func(extra ...string) telemetry.Labels {
-					return telemetry.NewLabels(append([]string{telemetry.LabelNode, g.node, telemetry.LabelGPUIndex, fmt.Sprint(g.index), telemetry.LabelGPUUUID, g.uuid}, extra...)...)
-				}
-				add := func(name string, v float64, ls telemetry.Labels) {
-					out = append(out, telemetry.Sample{Name: name, Labels: ls, Value: v, Time: at})
-				}
-				f := func(factor float64) float64 {
-					if at.Sub(t0) < g.lagFrom {
-						factor = 1
-					}
-					return factor * (1 + g.noise*(2*rng.Float64()-1))
-				}
-				if j.id != "" {
-					add(telemetry.MetricGPUAllocationInfo, 1, ls(telemetry.LabelJobID, j.id))
-				} else {
-					add(telemetry.MetricGPUAllocationInfo, 1, ls(telemetry.LabelPod, j.pod, telemetry.LabelNamespace, j.ns))
-				}
-				add(telemetry.DCGMSMClock, 1980*f(g.clock), ls())
-				add(telemetry.DCGMPowerUsage, 690*f(g.power), ls())
-				if g.noSMActive {
-					add(telemetry.DCGMGPUUtil, 90*f(g.active), ls())
-				} else {
-					add(telemetry.DCGMProfSMActive, 0.9*f(g.active), ls())
-				}
-				add(telemetry.DCGMClockThrottleReasons, float64(g.throttle), ls())
-			}
-		}
-	}
-	return out
-}
-
-// want is each job's stragglers as "gpu:signal,signal:reason,reason", sorted.
-var want = map[string][]string{
-	"train-a":    {"GPU-a3:sm_clock,power:hw_thermal_slowdown"},
-	"train-b":    {"GPU-b10:sm_clock,power:sw_power_cap", "GPU-b11:sm_clock,power:sw_power_cap", "GPU-b12:sm_clock,power:sw_power_cap", "GPU-b13:sm_clock,power:sw_power_cap", "GPU-b14:sm_clock,power:sw_power_cap", "GPU-b15:sm_clock,power:sw_power_cap", "GPU-b8:sm_clock,power:sw_power_cap", "GPU-b9:sm_clock,power:sw_power_cap"},
-	"ml/healthy": nil,
-	"train-e":    {"GPU-e2:sm_active:"},
-}
-
-func summary(j stragglers.Job) []string {
-	var out []string
-	for _, s := range j.Stragglers {
-		var sig []string
-		for _, e := range s.Evidence {
-			sig = append(sig, e.Signal)
-		}
-		out = append(out, s.GPU+":"+strings.Join(sig, ",")+":"+strings.Join(s.ThrottleReasons, ","))
-	}
-	sort.Strings(out) // GPU-b10 before GPU-b8, as in want
-	return out
-}
+func summary(j stragglers.Job) []string { return stragglerstest.Summary(j) }
 
 // startServer is a gpuwatch server on loopback whose embedded store holds
 // fleet(t0), written through remote write as agents ship.
@@ -149,7 +35,7 @@ func startServer(t *testing.T, t0 time.Time) (*server.Server, *httptest.Server) 
 	t.Cleanup(func() { srv.Close(context.Background()) })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	samples := fleet(t0)
+	samples := stragglerstest.Fleet(t0)
 	sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
 	for len(samples) > 0 { // two minutes a request
 		n := sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(samples[0].Time.Add(2 * time.Minute)) })
@@ -179,7 +65,7 @@ func startServer(t *testing.T, t0 time.Time) (*server.Server, *httptest.Server) 
 // sick link's GPU are named with their signals and throttle reasons; the
 // healthy job, the healthy node and the single-GPU job are not.
 func TestStragglersRealServer(t *testing.T) {
-	t1 := time.Now().Add(-sampleEvery).Truncate(sampleEvery)
+	t1 := time.Now().Add(-stragglerstest.Every).Truncate(stragglerstest.Every)
 	t0 := t1.Add(-10 * time.Minute)
 	srv, ts := startServer(t, t0)
 
@@ -196,8 +82,8 @@ func TestStragglersRealServer(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("stragglers\n got %q\nwant %q", got, want)
+	if !reflect.DeepEqual(got, stragglerstest.Want) {
+		t.Errorf("stragglers\n got %q\nwant %q", got, stragglerstest.Want)
 	}
 	nodes := map[string]int{}
 	for _, j := range r.Jobs {
@@ -257,8 +143,8 @@ func TestStragglersRealServer(t *testing.T) {
 	for _, j := range api.Jobs {
 		apiGot[j.JobID] = summary(j)
 	}
-	if !reflect.DeepEqual(apiGot, want) {
-		t.Errorf("API stragglers\n got %q\nwant %q", apiGot, want)
+	if !reflect.DeepEqual(apiGot, stragglerstest.Want) {
+		t.Errorf("API stragglers\n got %q\nwant %q", apiGot, stragglerstest.Want)
 	}
 	var bad map[string]string
 	getJSON(t, ts.URL+server.APIPrefix+"/stragglers?min_gap=150%25", http.StatusBadRequest, &bad)
@@ -327,6 +213,7 @@ func TestParseQuery(t *testing.T) {
 		{url.Values{stragglers.ParamMinGap: {"abc"}}, "--min-gap"},
 		{url.Values{stragglers.ParamMinDuration: {"-1m"}}, "--min-duration"},
 		{url.Values{report.ParamLast: {"x"}}, "--last"},
+		{url.Values{report.ParamLast: {"10s"}}, "shorter than a step"},
 	} {
 		if _, err := stragglers.ParseQuery(c.v, now, name); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.v, err, c.want)

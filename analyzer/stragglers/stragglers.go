@@ -80,6 +80,9 @@ func (o *Options) defaults() error {
 	if o.MinDuration == 0 {
 		o.MinDuration = min(2*time.Minute, o.To.Sub(o.From))
 	}
+	if w := o.To.Sub(o.From); w < o.Step {
+		return fmt.Errorf("the window %s is shorter than a step (%s): want %s or more", w, o.Step, o.Step)
+	}
 	return nil
 }
 
