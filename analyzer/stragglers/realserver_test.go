@@ -28,7 +28,9 @@ func summary(j stragglers.Job) []string { return stragglerstest.Summary(j) }
 // fleet(t0), written through remote write as agents ship.
 func startServer(t *testing.T, t0 time.Time) (*server.Server, *httptest.Server) {
 	t.Helper()
-	srv, err := server.New(server.Options{DataDir: t.TempDir()})
+	// The server records its own series (gpuwatch_straggler_gpu among them)
+	// into its store every 200 ms once it runs.
+	srv, err := server.New(server.Options{DataDir: t.TempDir(), SelfInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +60,10 @@ func startServer(t *testing.T, t0 time.Time) (*server.Server, *httptest.Server) 
 		}
 		samples = samples[n:]
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return srv, ts
 }
 
@@ -171,6 +177,34 @@ func TestStragglersRealServer(t *testing.T) {
 	a3 := stragglers.MetricStragglerGPU + `{gpu_uuid="GPU-a3",job_id="train-a",node="node-1",signal="sm_clock"} 0.`
 	if !strings.Contains(string(body), a3) || len(lines) < 17 || strings.Contains(string(body), `job_id="ml/healthy"`) {
 		t.Errorf("/metrics straggler lines:\n%s\nwant 17 or more, with %s and none of ml/healthy", strings.Join(lines, "\n"), a3)
+	}
+}
+
+// TestStragglersSeriesInStore: the server writes gpuwatch_straggler_gpu into
+// its own store, where rules and dashboards read it.
+func TestStragglersSeriesInStore(t *testing.T) {
+	t1 := time.Now().Add(-stragglerstest.Every).Truncate(stragglerstest.Every)
+	srv, _ := startServer(t, t1.Add(-10*time.Minute))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		v, err := srv.Querier().Instant(context.Background(), stragglers.MetricStragglerGPU+`{job_id="train-b",signal="power"}`, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]int{}
+		for _, s := range v {
+			nodes[s.Labels.Get("node")]++
+			if s.Labels.Get("job") != server.SelfJob || s.Value < 0.25 || s.Value > 0.35 {
+				t.Errorf("stored %s = %g, want job=%q and a lag near 0.3", s.Labels, s.Value, server.SelfJob)
+			}
+		}
+		if reflect.DeepEqual(nodes, map[string]int{"node-3": 8}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store has train-b's power stragglers by node %v, want node-3's 8 GPUs", nodes)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
