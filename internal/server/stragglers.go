@@ -58,8 +58,9 @@ var stragglerDesc = prometheus.NewDesc(stragglers.MetricStragglerGPU,
 	"Relative lag (0.25: 25 % behind) of a GPU behind the other GPUs of its job on a signal (sm_clock, sm_active or gpu_util, power) over the last 10 minutes; present only while the GPU is a straggler (docs/reports.md).",
 	[]string{"job_id", "node", "gpu_uuid", "signal"}, nil)
 
-// stragglerCollector computes the stragglers when gathered, keeping a
-// report with jobs for stragglerRefresh.
+// stragglerCollector computes the stragglers when gathered, keeping the
+// report for stragglerRefresh (a failed computation is tried again at the
+// next gather).
 type stragglerCollector struct {
 	s    *Server
 	mu   sync.Mutex
@@ -100,10 +101,6 @@ func (c *stragglerCollector) report() *stragglers.Report {
 		c.s.opts.Logger.Warn("cannot compute the stragglers", "err", err)
 		return c.last
 	}
-	if len(rep.Jobs) > 0 { // an empty store is cheap to ask again
-		c.at, c.last = now, rep
-	} else {
-		c.at, c.last = time.Time{}, nil
-	}
+	c.at, c.last = now, rep
 	return rep
 }
