@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -34,7 +35,8 @@ var (
 type gpuKey struct{ job, gpu string }
 
 type member struct {
-	node string
+	node  string
+	index int // the GPU's index on its node, for the order of the answer
 	// in[i]: the GPU was allocated to the job at step i.
 	in []bool
 }
@@ -78,7 +80,11 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 		k := gpuKey{job, uuid}
 		m := members[k]
 		if m == nil {
-			m = &member{node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), in: make([]bool, n)}
+			idx, err := strconv.Atoi(label(ls, telemetry.LabelGPUIndex, telemetry.DCGMLabelGPU))
+			if err != nil {
+				idx = -1
+			}
+			m = &member{node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), index: idx, in: make([]bool, n)}
 			members[k] = m
 			jobGPUs[job] = append(jobGPUs[job], uuid)
 		}
@@ -118,6 +124,9 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 			ma, mb := members[gpuKey{j, gpus[a]}], members[gpuKey{j, gpus[b]}]
 			if ma.node != mb.node {
 				return ma.node < mb.node
+			}
+			if ma.index != mb.index {
+				return ma.index < mb.index
 			}
 			return gpus[a] < gpus[b]
 		})
