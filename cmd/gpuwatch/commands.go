@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"server":    {"run the control plane: the store (remote-write ingest, Prometheus query API), drain controller, placement, fair share, alerting rules; behind bearer tokens and TLS", runServer},
 		"token":     {"make a bearer token: a random secret into a file and the token-file entry (name, role, sha256) for the server", runToken},
 	}
+	cmds["stragglers"] = stragglersCommand // stragglers.go
 	for name, c := range agentCommands() {
 		cmds[name] = c
 	}

@@ -143,6 +143,7 @@ func New(opts Options) (*Server, error) {
 	s.reportRoutes(mux) // the analyzer's utilization report (report.go)
 	s.faultRoutes(mux)  // the analyzer's fault report (faults.go)
 	s.jobStatsRoutes(mux)
+	s.stragglerRoutes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		// A store refusing writes (a full or read-only disk, a failed WAL
