@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,16 +17,7 @@ import (
 var Formats = []report.Format{report.FormatTable, report.FormatJSON, report.FormatCSV}
 
 // ParseFormat checks an output format's name.
-func ParseFormat(s string) (report.Format, error) {
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
-		if string(f) == s {
-			return f, nil
-		}
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("unknown output %q: want one of %s", s, strings.Join(names, ", "))
-}
+func ParseFormat(s string) (report.Format, error) { return report.ParseFormatOf(s, Formats) }
 
 // Render writes r in format f.
 func Render(w io.Writer, r *Report, f report.Format) error {

@@ -15,16 +15,7 @@ import (
 var Formats = []report.Format{report.FormatTable, report.FormatJSON}
 
 // ParseFormat checks an output format's name.
-func ParseFormat(s string) (report.Format, error) {
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
-		if string(f) == s {
-			return f, nil
-		}
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("unknown output %q: want one of %s", s, strings.Join(names, ", "))
-}
+func ParseFormat(s string) (report.Format, error) { return report.ParseFormatOf(s, Formats) }
 
 // Render writes r in format f.
 func Render(w io.Writer, r *Result, f report.Format) error {

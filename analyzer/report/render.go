@@ -27,14 +27,16 @@ const (
 var Formats = []Format{FormatTable, FormatCSV, FormatJSON, FormatMarkdown, FormatHTML}
 
 // ParseFormat checks an output format's name.
-func ParseFormat(s string) (Format, error) {
-	for _, f := range Formats {
+func ParseFormat(s string) (Format, error) { return ParseFormatOf(s, Formats) }
+
+// ParseFormatOf checks an output format's name against the formats a command
+// offers (the analyzer's other answers offer a subset of the report's).
+func ParseFormatOf(s string, offered []Format) (Format, error) {
+	names := make([]string, len(offered))
+	for i, f := range offered {
 		if string(f) == s {
 			return f, nil
 		}
-	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
 		names[i] = string(f)
 	}
 	return "", fmt.Errorf("unknown output %q: want one of %s", s, strings.Join(names, ", "))
