@@ -40,7 +40,6 @@ help: ## list the targets
 deps: ## install what the build needs (Go modules)
 	@command -v $(GO) >/dev/null || { echo "make: Go is not installed; install Go 1.26 first" >&2; exit 1; }
 	$(GO) mod download
-	cd test/k8s && $(GO) mod download
 
 # The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
 # promtool), Alertmanager (with amtool), and Slurm (slurm-wlm: slurmctld, slurmd, the
@@ -79,7 +78,7 @@ test: test-deps lint ## install what is needed, then run every test
 # (the API server's test starter finds its certificates by source path).
 .PHONY: test-k8s
 test-k8s: ## the Kubernetes tests: real kube-apiserver and kube-scheduler, the Helm chart (test/k8s)
-	cd test/k8s && $(GO) test -count=1 -timeout 20m ./...
+	cd test/k8s && $(GO) mod download && $(GO) test -count=1 -timeout 20m ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
