@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats"
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 )
 
 // runJobStats is `gpuwatch jobstats JOBID --server URL`.
@@ -24,6 +26,7 @@ func runJobStats(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	output := fs.String("output", "table", "table or json")
 	idleBelow := fs.String("idle-below", "5%", "a GPU measured below this (a percentage, or a fraction such as 0.05) ...")
 	idleFor := fs.Duration("idle-for", 30*time.Minute, "... for at least this long is idle for that stretch")
+	toSlurm := fs.Bool("slurm", false, "also write the verdict into the Slurm job's AdminComment (scontrol update; run it from EpilogSlurmctld as SlurmUser or root, so sacct shows it after the job)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch jobstats JOBID --server URL [--output table|json] [--last D | --from T --to T]")
 		fmt.Fprintln(stderr, "                         [--idle-below 5%] [--idle-for 30m]")
@@ -36,6 +39,7 @@ func runJobStats(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "The window bounds the search for the job (default the last 7 days). Definitions: docs/reports.md.")
 		fmt.Fprintln(stderr, "Example:")
 		fmt.Fprintln(stderr, "  gpuwatch jobstats 4242 --server http://gpuwatch:9402 --last 720h")
+		fmt.Fprintln(stderr, "  gpuwatch jobstats $SLURM_JOB_ID --server http://gpuwatch:9402 --slurm   # in EpilogSlurmctld")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -46,6 +50,12 @@ func runJobStats(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if job == "" {
 		fs.Usage()
 		return fmt.Errorf("%w: which job? (gpuwatch jobstats JOBID --server URL)", errUsage)
+	}
+	var slurmID uint64
+	if *toSlurm {
+		if slurmID, err = strconv.ParseUint(job, 10, 32); err != nil || slurmID == 0 {
+			return fmt.Errorf("%w: --slurm: %q is not a Slurm job id", errUsage, job)
+		}
 	}
 	format, err := jobstats.ParseFormat(*output)
 	if err != nil {
@@ -70,5 +80,13 @@ func runJobStats(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := c.do(ctx, http.MethodGet, "/jobs/"+url.PathEscape(job)+"?"+v.Encode(), nil, &res); err != nil {
 		return err
 	}
-	return jobstats.Render(stdout, &res, format)
+	if err := jobstats.Render(stdout, &res, format); err != nil {
+		return err
+	}
+	if *toSlurm {
+		if err := (slurm.Scontrol{}).SetAdminComment(ctx, uint32(slurmID), "gpuwatch: "+res.Verdict); err != nil {
+			return fmt.Errorf("writing the verdict into job %d's AdminComment: %w", slurmID, err)
+		}
+	}
+	return nil
 }

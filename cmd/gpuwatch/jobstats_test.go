@@ -14,6 +14,8 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats"
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats/jobstatstest"
+	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/test/realslurm"
 	"github.com/gpuwatch/gpuwatch/test/realstore"
 )
 
@@ -82,5 +84,56 @@ func TestJobStatsCommand(t *testing.T) {
 		if code != c.code || out != "" || !strings.Contains(errOut, c.want) || (c.code == 1 && strings.Count(strings.TrimSpace(errOut), "\n") != 0) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.want)
 		}
+	}
+}
+
+// TestJobStatsToSlurm: `gpuwatch jobstats JOBID --slurm`, as EpilogSlurmctld
+// runs it, writes the verdict into the real Slurm job's AdminComment, where
+// scontrol (and sacct) show it; a job id Slurm cannot have is refused before
+// anything is asked.
+func TestJobStatsToSlurm(t *testing.T) {
+	c := realslurm.Start(t, realslurm.Options{Nodes: 1})
+	t.Setenv("SLURM_CONF", c.Conf())
+	id := c.Submit(t, "sleep 600", "--gres=gpu:h100:2")
+	url, _ := startServerCommand(t, "--out-of-order-window", "4h")
+	t0 := time.Now().Add(-140 * time.Minute).Truncate(time.Minute)
+	var samples []telemetry.Sample
+	for _, s := range jobstatstest.Samples(t0) {
+		if s.Labels.Get(telemetry.LabelJobID) == jobstatstest.Job {
+			ls := make(telemetry.Labels, len(s.Labels))
+			copy(ls, s.Labels)
+			for i := range ls {
+				if ls[i].Name == telemetry.LabelJobID {
+					ls[i].Value = id
+				}
+			}
+			s.Labels = ls
+		}
+		samples = append(samples, s)
+	}
+	body, err := realstore.EncodeWriteRequest(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("remote write: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	code, out, errOut := gw(t, "jobstats", id, "--server", url, "--slurm")
+	if code != 0 || errOut != "" {
+		t.Fatalf("jobstats --slurm: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	want := "AdminComment=gpuwatch: 3 GPUs allocated, 1 did nothing, 1 idle for 30m0s or more; mean activity 34%; 1 Xid"
+	if show := c.Run(t, "scontrol", "show", "job", id); !strings.Contains(show, want) {
+		t.Errorf("scontrol show job %s lacks %q:\n%s", id, want, show)
+	}
+	if code, _, errOut := gw(t, "jobstats", "ml/train-0", "--server", url, "--slurm"); code != 2 || !strings.Contains(errOut, `--slurm: "ml/train-0" is not a Slurm job id`) {
+		t.Errorf("a pod with --slurm: exit %d, stderr %q", code, errOut)
 	}
 }

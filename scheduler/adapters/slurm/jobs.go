@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Job is one job as `squeue --json` reports it.
@@ -273,4 +274,31 @@ func ParseSprio(out string) (map[uint32]int64, error) {
 		m[uint32(id)] = v
 	}
 	return m, nil
+}
+
+// MaxAdminComment bounds what SetAdminComment writes: a line, not a report.
+const MaxAdminComment = 1000
+
+// SetAdminComment sets a job's AdminComment (`scontrol update jobid=N
+// admincomment=TEXT`), where sites keep per-job summaries that sacct shows
+// after the job (gpuwatch jobstats --slurm writes its verdict there). It needs
+// a privileged user (SlurmUser or root, as in EpilogSlurmctld). Control
+// characters become spaces and the text is cut at MaxAdminComment bytes, on a
+// character boundary.
+func (s Scontrol) SetAdminComment(ctx context.Context, jobID uint32, comment string) error {
+	if jobID == 0 {
+		return fmt.Errorf("set admin comment: job ID 0 is not a job")
+	}
+	comment = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(comment, "?"))
+	for len(comment) > MaxAdminComment {
+		_, size := utf8.DecodeLastRuneInString(comment)
+		comment = comment[:len(comment)-size]
+	}
+	_, err := s.run(ctx, "update", "JobId="+strconv.FormatUint(uint64(jobID), 10), "AdminComment="+comment)
+	return err
 }
