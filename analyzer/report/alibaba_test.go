@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -254,27 +253,7 @@ func TestAlibabaGolden(t *testing.T) {
 	defer srv.Close(context.Background())
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
-	for len(samples) > 0 { // an hour per request, as an agent's queue replays
-		n := sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(samples[0].Time.Add(time.Hour)) })
-		body, err := realstore.EncodeWriteRequest(samples[:n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/write", bytes.NewReader(body))
-		req.Header.Set("Content-Encoding", "snappy")
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("remote write: %s: %s", resp.Status, msg)
-		}
-		samples = samples[n:]
-	}
+	realstore.RemoteWrite(t, ts.URL, samples, time.Hour) // an hour per request, as an agent's queue replays
 
 	from := base.Add(-28 * time.Second)
 	r, err := report.Compute(context.Background(), srv.Querier(), report.Options{From: from, To: from.Add(1441 * alibabaInterval),

@@ -1,7 +1,6 @@
 package stragglers_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -39,27 +38,7 @@ func startServer(t *testing.T, t0 time.Time) (*server.Server, *httptest.Server) 
 	t.Cleanup(ts.Close)
 	samples := stragglerstest.Fleet(t0)
 	sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
-	for len(samples) > 0 { // two minutes a request
-		n := sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(samples[0].Time.Add(2 * time.Minute)) })
-		body, err := realstore.EncodeWriteRequest(samples[:n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/write", bytes.NewReader(body))
-		req.Header.Set("Content-Encoding", "snappy")
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("remote write: %s: %s", resp.Status, msg)
-		}
-		samples = samples[n:]
-	}
+	realstore.RemoteWrite(t, ts.URL, samples, 2*time.Minute) // two minutes a request
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Run(ctx) }()

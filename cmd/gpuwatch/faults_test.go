@@ -3,12 +3,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -28,31 +25,7 @@ func TestFaultsCommand(t *testing.T) {
 	url, _ := startServerCommand(t, "--out-of-order-window", "60h")
 	t0 := time.Now().Add(-50 * time.Hour).Truncate(time.Hour)
 	samples := faultstest.Fleet(t0)
-	for len(samples) > 0 {
-		end := samples[0].Time.Add(10 * time.Minute)
-		n := 0
-		for n < len(samples) && samples[n].Time.Before(end) {
-			n++
-		}
-		body, err := realstore.EncodeWriteRequest(samples[:n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
-		req.Header.Set("Content-Encoding", "snappy")
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusNoContent {
-			msg, _ := io.ReadAll(resp.Body)
-			t.Fatalf("remote write: %s: %s", resp.Status, msg)
-		}
-		resp.Body.Close()
-		samples = samples[n:]
-	}
+	realstore.RemoteWrite(t, url, samples, 10*time.Minute) // ten minutes a request, as agents ship
 	from, to := t0.Format(time.RFC3339), t0.Add(faultstest.Window).Format(time.RFC3339)
 
 	code, out, errOut := gw(t, "faults", "--server", url, "--from", from, "--to", to)

@@ -3,11 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -26,23 +23,7 @@ import (
 func TestJobStatsCommand(t *testing.T) {
 	url, _ := startServerCommand(t, "--out-of-order-window", "4h") // the job is two hours old
 	t0 := time.Now().Add(-140 * time.Minute).Truncate(time.Minute)
-	body, err := realstore.EncodeWriteRequest(jobstatstest.Samples(t0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusNoContent {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("remote write: %s: %s", resp.Status, msg)
-	}
-	resp.Body.Close()
+	realstore.RemoteWrite(t, url, jobstatstest.Samples(t0), 0)
 
 	code, out, errOut := gw(t, "jobstats", jobstatstest.Job, "--server", url)
 	for _, want := range []string{"Job 4242: 3 GPUs allocated, 1 did nothing, 1 idle for 30m0s or more; mean activity 34%; 1 Xid",
@@ -111,19 +92,7 @@ func TestJobStatsToSlurm(t *testing.T) {
 		}
 		samples = append(samples, s)
 	}
-	body, err := realstore.EncodeWriteRequest(samples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("remote write: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	realstore.RemoteWrite(t, url, samples, 0)
 
 	code, out, errOut := gw(t, "jobstats", id, "--server", url, "--slurm")
 	if code != 0 || errOut != "" {

@@ -4,9 +4,7 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net"
-	"net/http"
 	neturl "net/url"
 	"strings"
 	"testing"
@@ -34,23 +32,7 @@ func TestReportCommand(t *testing.T) {
 			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: 40, Labels: telemetry.NewLabels(
 				telemetry.DCGMLabelUUID, "GPU-1", telemetry.DCGMLabelHostname, "gpu01")})
 	}
-	body, err := realstore.EncodeWriteRequest(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusNoContent {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("remote write: %s: %s", resp.Status, msg)
-	}
-	resp.Body.Close()
+	realstore.RemoteWrite(t, url, batch, 0)
 	from, to := t0.Format(time.RFC3339), t0.Add(time.Hour).Format(time.RFC3339)
 
 	code, out, errOut := gw(t, "report", "--server", url, "--from", from, "--to", to, "--output", "csv")

@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,23 +21,7 @@ func TestStragglersCommand(t *testing.T) {
 	url, _ := startServerCommand(t)
 	t1 := time.Now().Add(-stragglerstest.Every).Truncate(stragglerstest.Every)
 	t0 := t1.Add(-10 * time.Minute)
-	body, err := realstore.EncodeWriteRequest(stragglerstest.Fleet(t0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusNoContent {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("remote write: %s: %s", resp.Status, msg)
-	}
-	resp.Body.Close()
+	realstore.RemoteWrite(t, url, stragglerstest.Fleet(t0), 0)
 	from, to := t0.Format(time.RFC3339), t1.Format(time.RFC3339)
 
 	code, out, errOut := gw(t, "stragglers", "--server", url, "--from", from, "--to", to)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
@@ -21,27 +23,57 @@ import (
 // series must be in time order. It fails the test when the server refuses them.
 func (s *Server) Write(samples []telemetry.Sample) {
 	s.t.Helper()
+	if err := post(s.RemoteWriteURL(), samples); err != nil {
+		s.t.Fatalf("realstore: remote write to %s: %v", s.kind, err)
+	}
+	s.Flush()
+}
+
+// RemoteWrite sends samples to a gpuwatch server at baseURL (its /api/v1/write)
+// as an agent's shipper does, in requests of at most `per` of samples each
+// (samples in time order; per 0: one request), and fails t unless every
+// request is answered 2xx.
+func RemoteWrite(t testing.TB, baseURL string, samples []telemetry.Sample, per time.Duration) {
+	t.Helper()
+	for len(samples) > 0 {
+		n := len(samples)
+		if per > 0 {
+			end := samples[0].Time.Add(per)
+			n = 1
+			for n < len(samples) && samples[n].Time.Before(end) {
+				n++
+			}
+		}
+		if err := post(strings.TrimRight(baseURL, "/")+"/api/v1/write", samples[:n]); err != nil {
+			t.Fatalf("remote write to %s: %v", baseURL, err)
+		}
+		samples = samples[n:]
+	}
+}
+
+// post sends one remote-write request.
+func post(url string, samples []telemetry.Sample) error {
 	body, err := EncodeWriteRequest(samples)
 	if err != nil {
-		s.t.Fatalf("realstore: %v", err)
+		return err
 	}
-	req, err := http.NewRequest(http.MethodPost, s.RemoteWriteURL(), bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatalf("realstore: remote write to %s: %v", s.kind, err)
+		return err
 	}
 	msg, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		s.t.Fatalf("realstore: remote write of %d samples to %s: HTTP %d: %s", len(samples), s.kind, resp.StatusCode, msg)
+		return fmt.Errorf("%d samples: HTTP %d: %s", len(samples), resp.StatusCode, msg)
 	}
-	s.Flush()
+	return nil
 }
 
 // EncodeWriteRequest builds a snappy-compressed remote-write 1.0 request body:
