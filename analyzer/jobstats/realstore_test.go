@@ -19,15 +19,7 @@ func TestSyntheticJobRealStores(t *testing.T) {
 		t.Run(s.Kind(), func(t *testing.T) {
 			t0 := window()
 			samples := jobstatstest.Samples(t0)
-			for len(samples) > 0 { // ten minutes a write, in order, as agents ship
-				end := samples[0].Time.Add(10 * time.Minute)
-				n := 0
-				for n < len(samples) && samples[n].Time.Before(end) {
-					n++
-				}
-				s.Write(samples[:n])
-				samples = samples[n:]
-			}
+			s.WriteEvery(samples, 10*time.Minute) // ten minutes a write, in order, as agents ship
 			q, err := remote.New(s.URL(), remote.Options{})
 			if err != nil {
 				t.Fatal(err)

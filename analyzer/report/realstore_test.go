@@ -12,15 +12,7 @@ import (
 // writeInBatches remote-writes samples (sorted by time) ten minutes at a time,
 // so Prometheus's head takes them in order.
 func writeInBatches(s *realstore.Server, samples []telemetry.Sample) {
-	for len(samples) > 0 {
-		end := samples[0].Time.Add(10 * time.Minute)
-		n := 0
-		for n < len(samples) && samples[n].Time.Before(end) {
-			n++
-		}
-		s.Write(samples[:n])
-		samples = samples[n:]
-	}
+	s.WriteEvery(samples, 10*time.Minute)
 }
 
 // TestSyntheticRealStores: the report is the same behind --store.url, on

@@ -23,11 +23,7 @@ func TestStragglersRealStores(t *testing.T) {
 			t0 := t1.Add(-10 * time.Minute)
 			samples := stragglerstest.Fleet(t0)
 			sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
-			for len(samples) > 0 { // two minutes a write, in order, as agents ship
-				n := sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(samples[0].Time.Add(2 * time.Minute)) })
-				s.Write(samples[:n])
-				samples = samples[n:]
-			}
+			s.WriteEvery(samples, 2*time.Minute) // two minutes a write, in order, as agents ship
 			q, err := remote.New(s.URL(), remote.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -36,19 +36,37 @@ func (s *Server) Write(samples []telemetry.Sample) {
 func RemoteWrite(t testing.TB, baseURL string, samples []telemetry.Sample, per time.Duration) {
 	t.Helper()
 	for len(samples) > 0 {
-		n := len(samples)
-		if per > 0 {
-			end := samples[0].Time.Add(per)
-			n = 1
-			for n < len(samples) && samples[n].Time.Before(end) {
-				n++
-			}
-		}
+		n := chunk(samples, per)
 		if err := post(strings.TrimRight(baseURL, "/")+"/api/v1/write", samples[:n]); err != nil {
 			t.Fatalf("remote write to %s: %v", baseURL, err)
 		}
 		samples = samples[n:]
 	}
+}
+
+// WriteEvery is Write in requests of at most `per` of samples each (samples in
+// time order), as agents ship.
+func (s *Server) WriteEvery(samples []telemetry.Sample, per time.Duration) {
+	s.t.Helper()
+	for len(samples) > 0 {
+		n := chunk(samples, per)
+		s.Write(samples[:n])
+		samples = samples[n:]
+	}
+}
+
+// chunk is how many of samples (in time order) fall within per of the first;
+// per 0: all.
+func chunk(samples []telemetry.Sample, per time.Duration) int {
+	if per <= 0 {
+		return len(samples)
+	}
+	end := samples[0].Time.Add(per)
+	n := 1
+	for n < len(samples) && samples[n].Time.Before(end) {
+		n++
+	}
+	return n
 }
 
 // post sends one remote-write request.
