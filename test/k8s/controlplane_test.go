@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -325,8 +326,19 @@ func startScheduler(ctx context.Context, config, dir string) (func(), error) {
 		l.Close()
 		return nil, err
 	}
+	// A scheduler registers its configuration in configz under one global
+	// key, and refuses to run when the key is taken: a second scheduler in
+	// this process (a test's own) takes it over.
+	configz.Delete("componentconfig")
 	done := make(chan error, 1)
 	go func() { done <- schedapp.Run(ctx, cc, sched) }()
+	// Run fails fast on a bad setup; it does not return while it serves.
+	select {
+	case err := <-done:
+		cancel()
+		return nil, fmt.Errorf("kube-scheduler stopped at start: %w", err)
+	case <-time.After(time.Second):
+	}
 	return func() {
 		cancel()
 		select {

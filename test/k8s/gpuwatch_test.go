@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -42,6 +43,14 @@ type fleet struct {
 
 func startFleet(t *testing.T, prefix string, nodes int) *fleet {
 	t.Helper()
+	return startFleetTo(t, prefix, nodes, extenderFront.url(), nil)
+}
+
+// startFleetTo is startFleet whose agents ship to the gpuwatch server at base
+// through transport (nil: Go's default; a bearer token and a CA for a server
+// with authentication and TLS).
+func startFleetTo(t *testing.T, prefix string, nodes int, base string, transport http.RoundTripper) *fleet {
+	t.Helper()
 	f, err := simhw.NewFleet(simhw.FleetSpec{Nodes: nodes, NodesPerLeaf: 2, Seed: 7, Root: t.TempDir(), Start: time.Now().Truncate(time.Second)})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +61,6 @@ func startFleet(t *testing.T, prefix string, nodes int) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	fl := &fleet{t: t, sim: f}
 	var stops []func()
-	base := extenderFront.url()
 	for _, n := range f.Nodes() {
 		boot := n.Boot()
 		name := prefix + n.Name()
@@ -62,7 +70,7 @@ func startFleet(t *testing.T, prefix string, nodes int) *fleet {
 			BootID: "boot-1", DCGMDisable: true, KubeletSocket: "-", Now: f.Now,
 			NVLinkDomain: n.NVLinkDomain(), Leaf: n.Leaf(), Spine: n.Spine(), Block: n.Block(),
 			Interval: time.Second, HealthInterval: 500 * time.Millisecond,
-			RemoteWriteURL: base + "/api/v1/write", QueueDir: t.TempDir(), ServerURL: base, Version: "k8s-e2e",
+			RemoteWriteURL: base + "/api/v1/write", QueueDir: t.TempDir(), ServerURL: base, Transport: transport, Version: "k8s-e2e",
 		})
 		if err != nil {
 			cancel()
@@ -120,12 +128,24 @@ type gpuwatch struct {
 	t       *testing.T
 	srv     *server.Server
 	url     string
+	client  *http.Client // the test's own calls (a read token with authentication)
 	stopped bool
 	stopFn  func()
 	mu      sync.Mutex
 }
 
 func startGpuwatch(t *testing.T, opts server.Options) *gpuwatch {
+	t.Helper()
+	ln, err := extenderFront.listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startGpuwatchOn(t, opts, ln, extenderFront.url(), http.DefaultClient)
+}
+
+// startGpuwatchOn runs a gpuwatch server on ln, reached at url; the test's
+// own calls to it go through client.
+func startGpuwatchOn(t *testing.T, opts server.Options, ln net.Listener, url string, client *http.Client) *gpuwatch {
 	t.Helper()
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
@@ -136,11 +156,7 @@ func startGpuwatch(t *testing.T, opts server.Options) *gpuwatch {
 	}
 	srv, err := server.New(opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := extenderFront.listen()
-	if err != nil {
-		srv.Close(context.Background())
+		ln.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -149,7 +165,7 @@ func startGpuwatch(t *testing.T, opts server.Options) *gpuwatch {
 	hs := srv.HTTPServer()
 	serveDone := make(chan struct{})
 	go func() { hs.Serve(ln); close(serveDone) }()
-	g := &gpuwatch{t: t, srv: srv, url: extenderFront.url()}
+	g := &gpuwatch{t: t, srv: srv, url: url, client: client}
 	g.stopFn = func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
@@ -175,7 +191,7 @@ func (g *gpuwatch) stop() {
 
 // get decodes GET path's JSON answer into out.
 func (g *gpuwatch) get(path string, out any) error {
-	resp, err := http.Get(g.url + path)
+	resp, err := g.client.Get(g.url + path)
 	if err != nil {
 		return err
 	}
@@ -193,7 +209,7 @@ func (g *gpuwatch) post(path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.Post(g.url+path, "application/json", bytes.NewReader(data))
+	resp, err := g.client.Post(g.url+path, "application/json", bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -232,7 +248,7 @@ func (g *gpuwatch) waitSnapshot(what string, cond func(service.SnapshotSummary) 
 // label="value" pair of match, from the server's /metrics (0 when absent).
 func (g *gpuwatch) metric(name string, match ...string) float64 {
 	g.t.Helper()
-	resp, err := http.Get(g.url + "/metrics")
+	resp, err := g.client.Get(g.url + "/metrics")
 	if err != nil {
 		g.t.Fatal(err)
 	}
