@@ -5,7 +5,7 @@
 //	request ─▶ Normalize ─▶ for each candidate node (bounded worker pool when the fleet is big):
 //	                          filters: capacity → model → health → staleness
 //	                          picker:  gpuset (best-connected, rail-aligned GPUs)
-//	                          scorers: gpuset ×2, fragmentation ×2, topology, health, load
+//	                          scorers: gpuset ×2, fragmentation ×2, topology, health, load, straggler
 //	                      ─▶ assemble: one node → NVLink domain → leaf → spine → block → cluster
 //	                          (up to Request.Required); in a domain, fewest leaves: the
 //	                          largest leaves whole, then the smallest leaf covering the rest;
@@ -23,7 +23,8 @@
 //
 // When every plugin is a framework.Classifier (the built-in ones are), nodes the
 // plugins cannot tell apart — equal in every plugin's node key (GPU models and
-// memory, health, staleness, exclusions, measured load and headroom, rails, link
+// memory, health, staleness, exclusions, measured load and headroom, straggler
+// marks, rails, link
 // matrix, leaf for the built-in ones) and in the free milli-GPU per GPU — form a
 // class, and the pipeline runs once per class: on the class's first candidate, its
 // outcome copied to the others. Classes are kept incrementally: the static key is

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/scheduler/plugins/load"
 	"github.com/gpuwatch/gpuwatch/scheduler/plugins/model"
 	"github.com/gpuwatch/gpuwatch/scheduler/plugins/staleness"
+	"github.com/gpuwatch/gpuwatch/scheduler/plugins/straggler"
 	"github.com/gpuwatch/gpuwatch/scheduler/plugins/topology"
 	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -51,7 +52,8 @@ func DefaultFilters() []framework.Filter {
 func DefaultPicker() framework.Picker { return gpuset.New() }
 
 // DefaultScorers returns the standard scorers and weights: gpuset 2, fragmentation 2,
-// topology 1, health 1, load 1.
+// topology 1, health 1, load 1, straggler 1. This list is the one registry of
+// scorers; a site changes a weight by passing its own list in Options.Scorers.
 func DefaultScorers() []WeightedScorer {
 	return []WeightedScorer{
 		{gpuset.New(), 2},
@@ -59,8 +61,14 @@ func DefaultScorers() []WeightedScorer {
 		{topology.New(), 1},
 		{health.New(), 1},
 		{load.New(), 1},
+		{straggler.New(), StragglerWeight},
 	}
 }
+
+// StragglerWeight is the straggler scorer's default weight: a soft exclusion as
+// strong as the health scorer's, weaker than a better GPU set or a better fit
+// (weight 2 each), so a node with a straggler still wins where it fits better.
+const StragglerWeight = 1
 
 // Options configure an Engine. The zero value takes every default.
 type Options struct {

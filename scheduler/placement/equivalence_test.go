@@ -74,6 +74,9 @@ type gpuTemplate struct {
 	util, thermal, power        float64
 	excluded                    bool
 	milli                       []int // allocations on it
+	// stragglerAge is how long ago the GPU was named a straggler (-1: never; past
+	// the 30-minute window the mark no longer counts).
+	stragglerAge time.Duration
 }
 
 type nodeTemplate struct {
@@ -94,10 +97,11 @@ func drawGPU(t *rapid.T, model string) gpuTemplate {
 	}
 	g := gpuTemplate{model: model, health: telemetry.StateHealthy,
 		healthAge: age("healthAge"), utilAge: age("utilAge"), headAge: age("headAge"),
-		util:     rapid.SampledFrom([]float64{0, 0, 0.5, 1}).Draw(t, "util"),
-		thermal:  rapid.SampledFrom([]float64{1, 1, 0.25}).Draw(t, "thermal"),
-		power:    rapid.SampledFrom([]float64{1, 1, 0.5}).Draw(t, "power"),
-		excluded: rapid.IntRange(0, 11).Draw(t, "exclude") == 0,
+		util:         rapid.SampledFrom([]float64{0, 0, 0.5, 1}).Draw(t, "util"),
+		thermal:      rapid.SampledFrom([]float64{1, 1, 0.25}).Draw(t, "thermal"),
+		power:        rapid.SampledFrom([]float64{1, 1, 0.5}).Draw(t, "power"),
+		excluded:     rapid.IntRange(0, 11).Draw(t, "exclude") == 0,
+		stragglerAge: drawStragglerAge(t),
 	}
 	if rapid.IntRange(0, 3).Draw(t, "sick") == 0 {
 		g.health = telemetry.State(rapid.IntRange(0, int(telemetry.StateProbation)).Draw(t, "state"))
@@ -117,6 +121,18 @@ func drawGPU(t *rapid.T, model string) gpuTemplate {
 	return g
 }
 
+// drawStragglerAge draws when a GPU was last named a straggler: mostly never,
+// sometimes minutes ago, sometimes past the straggler window.
+func drawStragglerAge(t *rapid.T) time.Duration {
+	switch rapid.IntRange(0, 7).Draw(t, "straggler") {
+	case 0:
+		return 4 * time.Minute
+	case 1:
+		return 45 * time.Minute // expired
+	}
+	return -1
+}
+
 // mutate changes one attribute of one GPU of a node, so the fleet holds nodes that
 // differ from their template in exactly one input a plugin reads.
 func mutate(t *rapid.T, n *nodeTemplate) {
@@ -126,7 +142,7 @@ func mutate(t *rapid.T, n *nodeTemplate) {
 	}
 	g := &n.gpus[rapid.IntRange(0, len(n.gpus)-1).Draw(t, "mutateGPU")]
 	fresh := drawGPU(t, g.model)
-	switch rapid.IntRange(0, 9).Draw(t, "mutateWhat") {
+	switch rapid.IntRange(0, 10).Draw(t, "mutateWhat") {
 	case 0:
 		g.model = "NVIDIA A100-SXM4-80GB"
 	case 1:
@@ -145,6 +161,8 @@ func mutate(t *rapid.T, n *nodeTemplate) {
 		g.headAge = fresh.headAge
 	case 8:
 		g.excluded = !g.excluded
+	case 9:
+		g.stragglerAge = drawStragglerAge(t)
 	default:
 		g.milli = fresh.milli
 	}
@@ -213,6 +231,9 @@ func genMixedFleet(t *rapid.T, now time.Time) *snapshot.Snapshot {
 			}
 			if gt.excluded {
 				b.Exclude(snapshot.Exclusion{Node: name, GPU: g, Reason: "xid 48"})
+			}
+			if gt.stragglerAge >= 0 {
+				b.MarkStraggler(snapshot.StragglerMark{Node: name, GPU: g, Job: "slow", Signal: "sm_clock", Lag: 0.25, At: now.Add(-gt.stragglerAge)})
 			}
 		}
 		if nt.excluded {

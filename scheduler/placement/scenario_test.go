@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -27,8 +28,8 @@ type scenarioFile struct {
 	Cases []scenarioCase `yaml:"cases"`
 }
 
-// scenarioFleet is a synthetic fleet (snapshot.SyntheticSpec) with allocations
-// and drain exclusions.
+// scenarioFleet is a synthetic fleet (snapshot.SyntheticSpec) with allocations,
+// drain exclusions and straggler marks.
 type scenarioFleet struct {
 	Nodes                int `yaml:"nodes"`
 	GPUsPerNode          int `yaml:"gpus_per_node"`
@@ -46,6 +47,16 @@ type scenarioFleet struct {
 		GPU    *int   `yaml:"gpu"` // absent: the whole node
 		Reason string `yaml:"reason"`
 	} `yaml:"exclusions"`
+	// Stragglers are GPUs named stragglers (gpuwatch_straggler_gpu) Age before
+	// the snapshot.
+	Stragglers []struct {
+		Node   string        `yaml:"node"`
+		GPU    int           `yaml:"gpu"`
+		Job    string        `yaml:"job"`
+		Signal string        `yaml:"signal"`
+		Lag    float64       `yaml:"lag"`
+		Age    time.Duration `yaml:"age"`
+	} `yaml:"stragglers"`
 }
 
 type scenarioCase struct {
@@ -111,6 +122,9 @@ func (f *scenarioFleet) build(t *testing.T) *snapshot.Snapshot {
 				gpu = *x.GPU
 			}
 			b.Exclude(snapshot.Exclusion{Node: x.Node, GPU: gpu, Reason: x.Reason})
+		}
+		for _, m := range f.Stragglers {
+			b.MarkStraggler(snapshot.StragglerMark{Node: m.Node, GPU: m.GPU, Job: m.Job, Signal: m.Signal, Lag: m.Lag, At: t0.Add(-m.Age)})
 		}
 	})
 }

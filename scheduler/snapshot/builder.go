@@ -52,13 +52,28 @@ type Builder struct {
 	locs   map[string]telemetry.NodeLocation
 	allocs []Allocation
 	excl   []Exclusion
+	strag  []StragglerMark
+	window time.Duration
 }
+
+// DefaultStragglerWindow is how long a straggler mark counts after the GPU was
+// last named, unless SetStragglerWindow says otherwise.
+const DefaultStragglerWindow = 30 * time.Minute
 
 // NewBuilder starts a snapshot for the cycle at now; values observed more than bound
 // before now (or never) are flagged stale.
 func NewBuilder(now time.Time, bound time.Duration) *Builder {
-	return &Builder{now: now, bound: bound}
+	return &Builder{now: now, bound: bound, window: DefaultStragglerWindow}
 }
+
+// SetStragglerWindow sets how long a straggler mark counts after its GPU was last
+// named (default DefaultStragglerWindow).
+func (b *Builder) SetStragglerWindow(d time.Duration) { b.window = d }
+
+// MarkStraggler records that a GPU was named a straggler (m.GPU its index, or -1
+// to find it by m.UUID). A mark older than the straggler window, or without a
+// time, does not count; several marks of one GPU keep the largest lag.
+func (b *Builder) MarkStraggler(m StragglerMark) { b.strag = append(b.strag, m) }
 
 // AddNode adds a node.
 func (b *Builder) AddNode(n NodeInput) { b.nodes = append(b.nodes, n) }
@@ -101,7 +116,10 @@ func (b *Builder) Build() (*Snapshot, error) {
 	if b.now.IsZero() {
 		return nil, errors.New("snapshot: now is the zero time: pass the cycle's time to NewBuilder")
 	}
-	s := &Snapshot{now: b.now, bound: b.bound, byName: make(map[string]int, len(b.nodes))}
+	if b.window <= 0 {
+		return nil, fmt.Errorf("snapshot: straggler window %v: want > 0", b.window)
+	}
+	s := &Snapshot{now: b.now, bound: b.bound, stragglerWindow: b.window, byName: make(map[string]int, len(b.nodes))}
 	inputs := slices.Clone(b.nodes)
 	slices.SortStableFunc(inputs, func(x, y NodeInput) int { return strings.Compare(x.Name, y.Name) })
 	s.nodes = make([]Node, len(inputs))
@@ -152,6 +170,9 @@ func (b *Builder) Build() (*Snapshot, error) {
 		return nil, err
 	}
 	if err := s.applyExclusions(b.excl); err != nil {
+		return nil, err
+	}
+	if err := s.applyStragglers(b.strag); err != nil {
 		return nil, err
 	}
 	hot := make([]HotGPU, s.gpus) // one backing array: candidates are read in node order
@@ -399,6 +420,56 @@ func (s *Snapshot) applyExclusions(excl []Exclusion) error {
 	return nil
 }
 
+// applyStragglers puts the marks young enough to count on their GPUs.
+func (s *Snapshot) applyStragglers(marks []StragglerMark) error {
+	for _, m := range marks {
+		if !(m.Lag >= 0 && m.Lag <= 1) {
+			return fmt.Errorf("snapshot: straggler mark of node %s gpu %d (%s): lag %v: want a fraction in [0,1]", m.Node, m.GPU, m.UUID, m.Lag)
+		}
+		if m.GPU < -1 {
+			return fmt.Errorf("snapshot: straggler mark of node %s: gpu %d: want -1 (find by UUID) or an index", m.Node, m.GPU)
+		}
+		if !m.Named() {
+			continue
+		}
+		if m.At.IsZero() || s.now.Sub(m.At) > s.stragglerWindow {
+			s.stragglerExpired++
+			continue
+		}
+		ni, ok := s.byName[m.Node]
+		if !ok {
+			s.warnings = append(s.warnings, fmt.Sprintf("straggler mark names unknown node %q: ignored", m.Node))
+			continue
+		}
+		n := &s.nodes[ni]
+		p := -1
+		if m.GPU >= 0 {
+			p = s.gpuPos(n, m.GPU)
+		} else {
+			for i := range n.GPUs {
+				if m.UUID != "" && n.GPUs[i].UUID == m.UUID {
+					p = i
+				}
+			}
+		}
+		if p < 0 {
+			s.warnings = append(s.warnings, fmt.Sprintf("straggler mark names unknown gpu %d (%q) of node %s: ignored", m.GPU, m.UUID, m.Node))
+			continue
+		}
+		g := &n.GPUs[p]
+		if !g.Straggler.Named() {
+			s.stragglerGPUs++
+		}
+		mark := m
+		mark.Node, mark.GPU, mark.UUID = n.Name, g.Index, g.UUID
+		if old := g.Straggler; old.Named() && (old.Lag > m.Lag || (old.Lag == m.Lag && old.At.After(m.At))) {
+			mark = old
+		}
+		g.Straggler = mark
+	}
+	return nil
+}
+
 func (n *Node) precompute() {
 	g := len(n.GPUs)
 	n.capacity = int32(g * FullMilli)
@@ -418,6 +489,10 @@ func (n *Node) precompute() {
 		h.Utilization = hotValue(gpu.Utilization)
 		h.ThermalHeadroom = hotValue(gpu.ThermalHeadroom)
 		h.PowerHeadroom = hotValue(gpu.PowerHeadroom)
+		h.Straggler = gpu.Straggler.Named()
+		if h.Straggler {
+			n.stragglers = n.stragglers.With(i)
+		}
 		if gpu.Schedulable() {
 			n.schedulable = n.schedulable.With(i)
 		}

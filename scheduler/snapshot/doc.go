@@ -17,6 +17,12 @@
 // GPU's health is its last known state, flagged. Allocations and exclusions are never
 // stale: they are what the schedulers and the drain controller hold now.
 //
+// Straggler marks (a GPU named a straggler of a job, MarkStraggler) have their
+// own, longer window (DefaultStragglerWindow, 30 minutes): a mark counts while
+// its GPU was last named within it, and a mark older than that, or without a
+// time, is left out (counted in StragglerGPUs). No mark is no evidence: the GPU
+// is not penalised.
+//
 // # Invariants
 //
 //   - A Snapshot never changes after Build; every accessor returns data the caller

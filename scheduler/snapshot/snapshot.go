@@ -87,7 +87,29 @@ type GPU struct {
 	// NICs in natural name order; -1 when unknown.
 	NIC  string `json:"nic,omitempty"`
 	Rail int    `json:"rail"`
+	// Straggler is set when the GPU was named a straggler of a job within the
+	// Builder's straggler window (analyzer/stragglers' gpuwatch_straggler_gpu):
+	// placement's straggler scorer prefers other GPUs. The zero value: not named.
+	Straggler StragglerMark `json:"straggler,omitzero"`
 }
+
+// StragglerMark says that a GPU lagged the other GPUs of a job: the largest
+// relative lag it was named with (0.25: 25 % behind the job's reference), on
+// which signal (sm_clock, sm_active, gpu_util, power), of which job, and when it
+// was last named.
+type StragglerMark struct {
+	Node string `json:"-"`
+	// GPU is the NVML index; with GPU -1 the Builder finds the GPU by UUID.
+	GPU    int       `json:"-"`
+	UUID   string    `json:"-"`
+	Job    string    `json:"job_id,omitempty"`
+	Signal string    `json:"signal,omitempty"`
+	Lag    float64   `json:"lag"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+// Named reports whether the mark names the GPU a straggler.
+func (m StragglerMark) Named() bool { return m.Lag > 0 }
 
 // Schedulable reports whether new work may use the GPU: its last known health is
 // schedulable and the drain controller does not exclude it.
@@ -115,6 +137,7 @@ type Node struct {
 	schedulable GPUSet   // GPUs whose Schedulable() is true
 	healthStale GPUSet   // GPUs whose health is stale
 	loadStale   GPUSet   // GPUs whose utilization is stale
+	stragglers  GPUSet   // GPUs named stragglers within the straggler window
 	quality     []uint16 // len(GPUs)² link Quality, position-indexed
 	uniform     bool     // every pair has the same link quality (NVSwitch, or unknown)
 	bestLink    telemetry.LinkType
@@ -134,7 +157,7 @@ type HotGPU struct {
 	Rail            int8  // -1 unknown (or beyond 127)
 	State           uint8 // telemetry.State
 	HealthStale     bool
-	_               bool
+	Straggler       bool // named a straggler within the straggler window
 }
 
 // Health returns the GPU's last known health state.
@@ -179,6 +202,10 @@ func (n *Node) CapacityMilli() int32 { return n.capacity }
 
 // FreeMilli returns the node's free milli-GPU in the snapshot (without reservations).
 func (n *Node) FreeMilli() int64 { return n.freeMilli }
+
+// Stragglers returns the positions of the GPUs named stragglers within the
+// snapshot's straggler window.
+func (n *Node) Stragglers() GPUSet { return n.stragglers }
 
 // KnownRails returns the positions of GPUs whose rail is known.
 func (n *Node) KnownRails() GPUSet { return n.rails }
@@ -240,6 +267,10 @@ type Snapshot struct {
 	domainFree  [telemetry.TierCluster + 1][]int64 // per domain: free milli
 	staleHealth int
 	staleLoad   int
+	// straggler marks: the window, the GPUs marked, the marks too old to count
+	stragglerWindow  time.Duration
+	stragglerGPUs    int
+	stragglerExpired int
 }
 
 // Now returns the time the snapshot was built for.
@@ -306,6 +337,14 @@ func (s *Snapshot) Warnings() []string { return s.warnings }
 
 // StaleGPUs returns how many GPUs have stale health and stale utilization.
 func (s *Snapshot) StaleGPUs() (health, load int) { return s.staleHealth, s.staleLoad }
+
+// StragglerWindow returns how long a straggler mark counts after the GPU was last
+// named.
+func (s *Snapshot) StragglerWindow() time.Duration { return s.stragglerWindow }
+
+// StragglerGPUs returns how many GPUs carry a straggler mark, and how many marks
+// were left out for being older than the straggler window.
+func (s *Snapshot) StragglerGPUs() (marked, expired int) { return s.stragglerGPUs, s.stragglerExpired }
 
 // HasJob reports whether any allocation belongs to jobID.
 func (s *Snapshot) HasJob(jobID string) bool {

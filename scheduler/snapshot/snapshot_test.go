@@ -139,3 +139,55 @@ func TestGPUSet(t *testing.T) {
 		t.Error("AllGPUs(64)")
 	}
 }
+
+// TestStragglerMarks: a mark counts within the straggler window, by index or by
+// UUID, the largest lag of a GPU's marks wins; a mark older than the window or
+// without a time does not count; unknown nodes and GPUs are warnings; a lag
+// outside [0,1] is an error naming the GPU.
+func TestStragglerMarks(t *testing.T) {
+	gpus := []GPUInput{{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1"}, {Index: 2, UUID: "GPU-2"}, {Index: 3, UUID: "GPU-3"}}
+	b := NewBuilder(t0, time.Minute)
+	b.AddNode(NodeInput{Name: "n1", GPUs: gpus})
+	b.SetStragglerWindow(30 * time.Minute)
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: 1, Job: "j", Signal: "sm_clock", Lag: 0.22, At: t0.Add(-5 * time.Minute)})
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: 1, Job: "j", Signal: "power", Lag: 0.30, At: t0.Add(-6 * time.Minute)})
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: -1, UUID: "GPU-3", Job: "j", Signal: "sm_active", Lag: 0.4, At: t0.Add(-29 * time.Minute)})
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: 2, Job: "old", Signal: "power", Lag: 0.5, At: t0.Add(-31 * time.Minute)}) // too old
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: 0, Job: "when?", Signal: "power", Lag: 0.5})                              // no time
+	b.MarkStraggler(StragglerMark{Node: "gone", GPU: 0, Lag: 0.5, At: t0})
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: -1, UUID: "GPU-9", Lag: 0.5, At: t0})
+	s, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.Node(0)
+	if n.Stragglers() != 0b1010 {
+		t.Errorf("stragglers %04b, want gpus 1 and 3", n.Stragglers())
+	}
+	if m := n.GPUs[1].Straggler; m.Signal != "power" || m.Lag != 0.30 || m.UUID != "GPU-1" {
+		t.Errorf("gpu 1 mark %+v, want the power lag 0.30", m)
+	}
+	if m := n.GPUs[3].Straggler; m.GPU != 3 || m.Lag != 0.4 || !n.Hot()[3].Straggler || n.Hot()[2].Straggler {
+		t.Errorf("gpu 3 mark %+v (found by UUID), hot %+v", m, n.Hot())
+	}
+	if marked, expired := s.StragglerGPUs(); marked != 2 || expired != 2 || s.StragglerWindow() != 30*time.Minute {
+		t.Errorf("marked %d expired %d window %v, want 2, 2, 30m", marked, expired, s.StragglerWindow())
+	}
+	w := strings.Join(s.Warnings(), "\n")
+	for _, want := range []string{`straggler mark names unknown node "gone"`, `unknown gpu -1 ("GPU-9") of node n1`} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+
+	b = NewBuilder(t0, time.Minute)
+	b.AddNode(NodeInput{Name: "n1", GPUs: gpus})
+	b.MarkStraggler(StragglerMark{Node: "n1", GPU: 2, Lag: 1.5, At: t0})
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "node n1 gpu 2") || !strings.Contains(err.Error(), "lag 1.5") {
+		t.Errorf("lag 1.5: %v, want an error naming node n1 gpu 2", err)
+	}
+	b.SetStragglerWindow(0)
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "straggler window") {
+		t.Errorf("window 0: %v", err)
+	}
+}
