@@ -239,6 +239,18 @@ const (
 	MetricGPUProcesses      = "gpuwatch_gpu_processes"
 )
 
+// Series the server derives and records into its store (not an agent's): the
+// analyzer writes them, the control plane reads them.
+const (
+	// MetricStragglerGPU is gpuwatch_straggler_gpu{job_id,node,gpu_uuid,signal}:
+	// a GPU's relative lag behind the other GPUs of its job (0.25: 25 % behind)
+	// on a signal, present while it is a straggler (analyzer/stragglers).
+	// Placement's feeder reads it as straggler marks.
+	MetricStragglerGPU = "gpuwatch_straggler_gpu"
+	// LabelSignal is its signal label: sm_clock, sm_active, gpu_util, power.
+	LabelSignal = "signal"
+)
+
 // Label sets shared by many gpuwatch_* series.
 var (
 	gpuLabels    = []string{LabelNode, LabelGPUIndex, LabelGPUUUID}

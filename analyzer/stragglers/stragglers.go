@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/report"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // MetricStragglerGPU is the server's series of the stragglers it names:
 // gpuwatch_straggler_gpu{job_id,node,gpu_uuid,signal}, the GPU's relative lag
 // on the signal (0.25: 25 % behind its job's reference).
-const MetricStragglerGPU = "gpuwatch_straggler_gpu"
+// The name lives in telemetry, where the placement feeder reads it too.
+const MetricStragglerGPU = telemetry.MetricStragglerGPU
 
 // The signals compared, as the report and the series' signal label name them.
 const (

@@ -46,6 +46,10 @@ type FeedOptions struct {
 	Exclusions  []snapshot.Exclusion
 	Allocations []snapshot.Allocation
 	Locations   []telemetry.NodeLocation
+	// StragglerWindow is how long a GPU named a straggler (gpuwatch_straggler_gpu)
+	// stays marked after it was last named (default 30 minutes): the straggler
+	// scorer prefers other GPUs meanwhile.
+	StragglerWindow time.Duration
 }
 
 // FeedStats describe one read.
@@ -71,6 +75,9 @@ func (o *FeedOptions) defaults() error {
 	if o.AgentInterval == 0 {
 		o.AgentInterval = 10 * time.Second
 	}
+	if o.StragglerWindow == 0 {
+		o.StragglerWindow = snapshot.DefaultStragglerWindow
+	}
 	switch {
 	case o.Staleness < 0:
 		return fmt.Errorf("feed: staleness %v: want > 0", o.Staleness)
@@ -78,6 +85,8 @@ func (o *FeedOptions) defaults() error {
 		return fmt.Errorf("feed: lookback %v: want at least 1s", o.Lookback)
 	case o.AgentInterval < 0:
 		return fmt.Errorf("feed: agent interval %v: want > 0", o.AgentInterval)
+	case o.StragglerWindow < time.Minute:
+		return fmt.Errorf("feed: straggler window %v: want at least 1m", o.StragglerWindow)
 	}
 	return nil
 }
@@ -131,9 +140,17 @@ type answer struct {
 // feedParallelism bounds the queries in flight at once.
 const feedParallelism = 4
 
+// stragglerQueries are the straggler marks' expressions for a window: each
+// mark's last lag, and when it was last named (the newest sample time, through a
+// subquery: timestamp() alone sees only the store's lookback of 5 minutes).
+func stragglerQueries(window string) (lag, at string) {
+	m := telemetry.MetricStragglerGPU
+	return "last_over_time(" + m + "[" + window + "])", "max_over_time(timestamp(" + m + ")[" + window + ":1m])"
+}
+
 // queries lists every expression a read evaluates, so they can run at once (an
 // external store answers each after a network round trip).
-func queries(lb string) []string {
+func queries(lb, stragglerWindow string) []string {
 	var out []string
 	for _, m := range []string{telemetry.MetricGPUInfo, metricFBTotal, telemetry.MetricGPUHealthState, metricSlowdownTemp,
 		metricPowerMgmtLim, metricEnforcedPowerLim, telemetry.MetricTopologyNodeInfo, telemetry.MetricTopologyGPULinkInfo,
@@ -145,7 +162,8 @@ func queries(lb string) []string {
 		telemetry.MetricGPUAllocationInfo} {
 		out = append(out, "timestamp("+m+")")
 	}
-	return append(out, "max by ("+telemetry.LabelNode+") (timestamp("+telemetry.MetricTopologyGPUInfo+"))")
+	lag, at := stragglerQueries(stragglerWindow)
+	return append(out, "max by ("+telemetry.LabelNode+") (timestamp("+telemetry.MetricTopologyGPUInfo+"))", lag, at)
 }
 
 // prefetch evaluates exprs, feedParallelism at a time.
@@ -289,7 +307,8 @@ func Feed(ctx context.Context, q store.Querier, opts FeedOptions) (*snapshot.Sna
 	}
 	r := &reader{ctx: ctx, q: q, now: opts.Now, stats: &stats, nodes: map[string]*nodeRead{}}
 	lb := promDuration(opts.Lookback)
-	r.prefetch(queries(lb))
+	sw := promDuration(opts.StragglerWindow)
+	r.prefetch(queries(lb, sw))
 	if err := r.inventory(lb); err != nil {
 		return nil, stats, err
 	}
@@ -303,7 +322,12 @@ func Feed(ctx context.Context, q store.Querier, opts FeedOptions) (*snapshot.Sna
 	if err != nil {
 		return nil, stats, err
 	}
+	marks, err := r.stragglers(sw)
+	if err != nil {
+		return nil, stats, err
+	}
 	b := snapshot.NewBuilder(opts.Now, opts.Staleness)
+	b.SetStragglerWindow(opts.StragglerWindow)
 	names := make([]string, 0, len(r.nodes))
 	for name := range r.nodes {
 		names = append(names, name)
@@ -346,6 +370,11 @@ func Feed(ctx context.Context, q store.Querier, opts FeedOptions) (*snapshot.Sna
 	}
 	for _, e := range opts.Exclusions {
 		b.Exclude(e)
+	}
+	for _, m := range marks {
+		if g := r.nodes[m.Node]; g != nil && len(g.gpus) > 0 {
+			b.MarkStraggler(m)
+		}
 	}
 	snap, err := b.Build()
 	if err != nil {
@@ -667,6 +696,46 @@ func (r *reader) allocations(slack time.Duration) ([]snapshot.Allocation, error)
 			job = "unknown"
 		}
 		out = append(out, snapshot.Allocation{JobID: job, Node: k.node, GPUs: []int{k.index}, Source: source, At: at})
+	}
+	return out, nil
+}
+
+// stragglers reads the GPUs named stragglers within the window from
+// gpuwatch_straggler_gpu (the server's recorder writes it): one mark per
+// series (job, signal), found by the node and GPU UUID; the Builder keeps each
+// GPU's largest lag. A lag outside [0,1] is left out and noted.
+func (r *reader) stragglers(window string) ([]snapshot.StragglerMark, error) {
+	lagExpr, atExpr := stragglerQueries(window)
+	lags, err := r.query(lagExpr)
+	if err != nil {
+		return nil, err
+	}
+	ats, err := r.query(atExpr)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ node, uuid, job, signal string }
+	keyOf := func(ls telemetry.Labels) key {
+		return key{ls.Get(telemetry.LabelNode), ls.Get(telemetry.LabelGPUUUID), ls.Get(telemetry.LabelJobID), ls.Get(telemetry.LabelSignal)}
+	}
+	at := make(map[key]time.Time, len(ats))
+	for _, s := range ats {
+		k := keyOf(s.Labels)
+		if t := secs(s.Value); t.After(at[k]) {
+			at[k] = t
+		}
+	}
+	var out []snapshot.StragglerMark
+	for _, s := range lags {
+		k := keyOf(s.Labels)
+		if k.node == "" || k.uuid == "" {
+			continue
+		}
+		if !(s.Value >= 0 && s.Value <= 1) {
+			r.skip("node %s gpu %s: straggler lag %v outside [0,1]: left out", k.node, k.uuid, s.Value)
+			continue
+		}
+		out = append(out, snapshot.StragglerMark{Node: k.node, GPU: -1, UUID: k.uuid, Job: k.job, Signal: k.signal, Lag: s.Value, At: at[k]})
 	}
 	return out, nil
 }

@@ -303,7 +303,7 @@ func TestFeedPrefetchesEveryQuery(t *testing.T) {
 	if err != nil || snap.GPUCount() != 16 {
 		t.Fatalf("%v, %v GPUs", err, snap.GPUCount())
 	}
-	if want := len(queries("900s")); cs.n != want || stats.Queries != want {
+	if want := len(queries("900s", "1800s")); cs.n != want || stats.Queries != want {
 		t.Errorf("%d queries sent, %d counted; want the %d prefetched", cs.n, stats.Queries, want)
 	}
 }

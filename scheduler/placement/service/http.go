@@ -80,6 +80,10 @@ type SnapshotSummary struct {
 	// Stale counts GPUs whose value is stale (older than the bound, or never
 	// observed), by value.
 	Stale StaleCounts `json:"stale"`
+	// StragglerGPUs counts the GPUs named stragglers within the straggler
+	// window (StragglerWindow), which the straggler scorer avoids.
+	StragglerGPUs   int                `json:"straggler_gpus"`
+	StragglerWindow framework.Duration `json:"straggler_window"`
 	// Domains counts the topology domains by tier (nvlink_domain, leaf, spine,
 	// block); Models the GPUs by model.
 	Domains map[string]int `json:"domains"`
@@ -110,6 +114,7 @@ type NodeSummary struct {
 	SchedulableGPUs int                    `json:"schedulable_gpus"`
 	FreeGPUs        float64                `json:"free_gpus"`
 	StaleHealth     int                    `json:"stale_health"`
+	StragglerGPUs   int                    `json:"straggler_gpus,omitempty"`
 	Excluded        bool                   `json:"excluded,omitempty"`
 	ExclusionReason string                 `json:"exclusion_reason,omitempty"`
 }
@@ -316,6 +321,7 @@ func (s *Service) Summary(_ context.Context, withNodes bool) SnapshotSummary {
 		return sum
 	}
 	sum.BuiltAt = snap.Now()
+	sum.StragglerWindow = framework.Duration(snap.StragglerWindow())
 	sum.AgeSeconds = s.opts.Now().Sub(snap.Now()).Seconds()
 	sum.Nodes, sum.GPUs = snap.Len(), snap.GPUCount()
 	sum.Allocations = len(snap.Allocations())
@@ -354,6 +360,10 @@ func (s *Service) Summary(_ context.Context, withNodes bool) SnapshotSummary {
 			}
 			if g.ThermalHeadroom.Stale {
 				sum.Stale.Headroom++
+			}
+			if g.Straggler.Named() {
+				sum.StragglerGPUs++
+				ns.StragglerGPUs++
 			}
 		}
 		free += nodeFree

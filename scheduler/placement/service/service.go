@@ -44,6 +44,9 @@ type Options struct {
 	// Lookback how long inventory, health and topology are remembered (default 15
 	// minutes); AgentInterval the agents' collection interval (default 10 s).
 	Staleness, Lookback, AgentInterval time.Duration
+	// StragglerWindow is how long a GPU named a straggler stays marked for the
+	// straggler scorer after it was last named (default 30 minutes).
+	StragglerWindow time.Duration
 	// MaxAge is the oldest snapshot Fresh accepts (default 3 × Interval): past it
 	// the kube-scheduler extender fails open.
 	MaxAge time.Duration
@@ -94,11 +97,14 @@ func New(opts Options) (*Service, error) {
 	if opts.MaxAge == 0 {
 		opts.MaxAge = 3 * opts.Interval
 	}
+	if opts.StragglerWindow == 0 {
+		opts.StragglerWindow = snapshot.DefaultStragglerWindow
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"interval", opts.Interval}, {"staleness", opts.Staleness}, {"lookback", opts.Lookback},
-		{"agent interval", opts.AgentInterval}, {"max age", opts.MaxAge}} {
+		{"agent interval", opts.AgentInterval}, {"max age", opts.MaxAge}, {"straggler window", opts.StragglerWindow}} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("placement service: %s %v: want > 0", d.name, d.v)
 		}
@@ -164,7 +170,8 @@ func (s *Service) Refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(s.opts.Interval, 5*time.Second))
 	defer cancel()
 	start := time.Now()
-	fo := FeedOptions{Now: s.opts.Now(), Staleness: s.opts.Staleness, Lookback: s.opts.Lookback, AgentInterval: s.opts.AgentInterval}
+	fo := FeedOptions{Now: s.opts.Now(), Staleness: s.opts.Staleness, Lookback: s.opts.Lookback, AgentInterval: s.opts.AgentInterval,
+		StragglerWindow: s.opts.StragglerWindow}
 	if s.opts.Exclusions != nil {
 		for _, e := range s.opts.Exclusions() {
 			fo.Exclusions = append(fo.Exclusions, snapshot.Exclusion(e))
