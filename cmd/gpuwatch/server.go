@@ -20,7 +20,10 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
+	"github.com/gpuwatch/gpuwatch/scheduler/placement"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
+	"github.com/gpuwatch/gpuwatch/scheduler/plugins/straggler"
+	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
 
@@ -77,6 +80,8 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fsScale := fs.Int64("fairshare.slurm-scale", 10000, "with --fairshare.slurm: SiteFactor = factor × this")
 	placementOn := fs.Bool("placement", true, "run the placement service: fleet snapshot from the store, place/release/explain and the kube-scheduler extender under /api/gpuwatch/v1")
 	placementInterval := fs.Duration("placement.interval", 10*time.Second, "how often the placement snapshot is rebuilt from the store")
+	stragglerWeight := fs.Float64("placement.straggler-weight", placement.StragglerWeight, "weight of the straggler scorer among the placement scores (gpuset and fragmentation 2, the others 1); 0 ignores stragglers")
+	stragglerWindow := fs.Duration("placement.straggler-window", snapshot.DefaultStragglerWindow, "how long a GPU named a straggler (gpuwatch_straggler_gpu) stays less preferred by placement")
 	placementSlurm := fs.Bool("placement.slurm", false, "add Slurm's running jobs (scontrol/squeue from PATH) to the allocations agents report")
 	site := topologyInput{names: topologyFlagNames{"--placement.ibnetdiscover", "--placement.guid-map", "--placement.site-yaml", "--placement.slurm-topology", "--placement.k8s-nodes"}}
 	fs.StringVar(&site.IBNetDiscover, "placement.ibnetdiscover", "", "place nodes in the fabric from this ibnetdiscover dump instead of the agents' labels")
@@ -157,7 +162,13 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: with --store.url, the control plane's state needs --state-dir", errUsage)
 	}
 	if *placementOn {
-		o.Placement = &server.PlacementOptions{Interval: *placementInterval}
+		o.Placement = &server.PlacementOptions{Interval: *placementInterval, StragglerWindow: *stragglerWindow}
+		if *stragglerWindow < time.Minute {
+			return fmt.Errorf("%w: --placement.straggler-window %s: want 1m or more", errUsage, *stragglerWindow)
+		}
+		if o.Placement.Scorers, err = placement.WithWeight(placement.DefaultScorers(), straggler.Name, *stragglerWeight); err != nil {
+			return fmt.Errorf("%w: --placement.straggler-weight %v: want a number ≥ 0", errUsage, *stragglerWeight)
+		}
 		if *placementSlurm {
 			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
 		}
@@ -172,7 +183,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			o.Placement.Locations = h.Nodes()
 		}
-	} else if set["placement.interval"] || set["placement.slurm"] {
+	} else if set["placement.interval"] || set["placement.slurm"] || set["placement.straggler-weight"] || set["placement.straggler-window"] {
 		return fmt.Errorf("%w: --placement.* need --placement", errUsage)
 	}
 	ro.Files, ro.Alertmanagers = ruleFiles, alertmanagers

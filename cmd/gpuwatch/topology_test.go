@@ -144,6 +144,9 @@ func TestServerSiteTopologyErrors(t *testing.T) {
 		{[]string{"--placement.site-yaml", "a", "--placement.guid-map", "m"}, "--placement.guid-map names the hosts of an --placement.ibnetdiscover dump"},
 		{[]string{"--placement.site-yaml", "a", "--placement.k8s-nodes", "b"}, "give one of --placement.ibnetdiscover, --placement.site-yaml"},
 		{[]string{"--placement.site-yaml", "/nonexistent/site.yaml"}, "cannot read site topology"},
+		{[]string{"--placement.straggler-weight", "-1"}, "--placement.straggler-weight -1: want a number ≥ 0"},
+		{[]string{"--placement.straggler-window", "10s"}, "--placement.straggler-window 10s: want 1m or more"},
+		{[]string{"--placement=false", "--placement.straggler-weight", "2"}, "--placement.* need --placement"},
 	} {
 		code, _, errOut := gw(t, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dir}, tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
+	"github.com/gpuwatch/gpuwatch/scheduler/placement"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
 	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -28,6 +29,13 @@ type PlacementOptions struct {
 	// ibnetdiscover dump, a site YAML, a topology.conf), overriding what the
 	// agents report.
 	Locations []telemetry.NodeLocation
+	// Scorers replace the engine's scorers and weights (nil:
+	// placement.DefaultScorers()); placement.WithWeight tunes one, such as the
+	// straggler scorer's.
+	Scorers []placement.WeightedScorer
+	// StragglerWindow is how long a GPU named a straggler stays marked for the
+	// straggler scorer (default 30 minutes).
+	StragglerWindow time.Duration
 }
 
 func (s *Server) startPlacement(mux *http.ServeMux, reg prometheus.Registerer) error {
@@ -36,7 +44,8 @@ func (s *Server) startPlacement(mux *http.ServeMux, reg prometheus.Registerer) e
 		return nil
 	}
 	o := service.Options{Querier: s.querier, Interval: p.Interval, Now: s.opts.Clock,
-		Logger: s.opts.Logger.With("component", "placement")}
+		Logger: s.opts.Logger.With("component", "placement"), StragglerWindow: p.StragglerWindow}
+	o.Engine.Scorers = p.Scorers
 	o.Exclusions = func() []drain.Exclusion {
 		if s.drain == nil {
 			return nil

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +72,29 @@ func DefaultScorers() []WeightedScorer {
 // strong as the health scorer's, weaker than a better GPU set or a better fit
 // (weight 2 each), so a node with a straggler still wins where it fits better.
 const StragglerWeight = 1
+
+// WithWeight returns a copy of scorers with the named scorer's weight set to w
+// (0 leaves it out of every total); an error names an unknown scorer or a weight
+// that is negative or not a number.
+func WithWeight(scorers []WeightedScorer, name string, w float64) ([]WeightedScorer, error) {
+	if !(w >= 0) || math.IsInf(w, 0) {
+		return nil, fmt.Errorf("placement: scorer %s: weight %v: want a number ≥ 0", name, w)
+	}
+	out := slices.Clone(scorers)
+	for i := range out {
+		if out[i].Scorer != nil && out[i].Scorer.Name() == name {
+			out[i].Weight = w
+			return out, nil
+		}
+	}
+	var names []string
+	for _, s := range scorers {
+		if s.Scorer != nil {
+			names = append(names, s.Scorer.Name())
+		}
+	}
+	return nil, fmt.Errorf("placement: no scorer %q: the scorers are %s", name, strings.Join(names, ", "))
+}
 
 // Options configure an Engine. The zero value takes every default.
 type Options struct {

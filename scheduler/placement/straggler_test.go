@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,6 +65,54 @@ func TestStragglerScenarioControl(t *testing.T) {
 		"score  straggler     1.000 ×1"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("explain lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestWithWeight: the straggler weight can be tuned, 0 turns the scorer's
+// effect off, and a bad weight or an unknown scorer is an error naming it.
+func TestWithWeight(t *testing.T) {
+	def := DefaultScorers()
+	ws, err := WithWeight(def, straggler.Name, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ws {
+		want := def[i].Weight
+		if s.Scorer.Name() == straggler.Name {
+			want = 3
+		}
+		if s.Weight != want {
+			t.Errorf("%s weight %v, want %v", s.Scorer.Name(), s.Weight, want)
+		}
+	}
+	if def[len(def)-1].Weight != StragglerWeight {
+		t.Errorf("WithWeight changed the list it was given")
+	}
+	// Weight 0: the straggler's node ties with the clean one again, and the
+	// first by name takes it.
+	f, err := readScenario(filepath.Join("testdata", "scenarios", "stragglers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := WithWeight(def, straggler.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(f.Fleet.build(t), Options{Scorers: off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.DryRun(context.Background(), framework.Request{GPUs: 8}); err != nil || d.Assignments[0].Node != "node-00000" {
+		t.Errorf("weight 0: %v %+v, want node-00000", err, d.Assignments)
+	}
+	for _, tc := range []struct {
+		name string
+		w    float64
+		want string
+	}{{straggler.Name, -1, "weight -1"}, {straggler.Name, math.NaN(), "weight NaN"}, {"stragglers", 1, `no scorer "stragglers": the scorers are gpuset, fragmentation, topology, health, load, straggler`}} {
+		if _, err := WithWeight(def, tc.name, tc.w); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want %q", tc.name, tc.w, err, tc.want)
 		}
 	}
 }
