@@ -222,12 +222,7 @@ func cutPod(job string) (ns, pod string, ok bool) { return strings.Cut(job, "/")
 
 // Selector is the allocation series' label matcher for a job: job_id, or
 // namespace and pod for "namespace/pod".
-func Selector(job string) string {
-	if ns, pod, ok := cutPod(job); ok {
-		return "{" + telemetry.LabelNamespace + "=" + strconv.Quote(ns) + "," + telemetry.LabelPod + "=" + strconv.Quote(pod) + "}"
-	}
-	return "{" + telemetry.LabelJobID + "=" + strconv.Quote(job) + "}"
-}
+func Selector(job string) string { return report.JobSelector(job) }
 
 // Compute finds opts.Job in the store between opts.From and opts.To and
 // answers its efficiency; an error wrapping ErrNoJob when the store has no

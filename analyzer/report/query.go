@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // The API's query parameters (GET /api/gpuwatch/v1/report).
@@ -81,6 +82,17 @@ func ParseQueryAs(v url.Values, now time.Time, name func(param string) string) (
 		}
 	}
 	return o, o.validate()
+}
+
+// JobSelector is the label matcher of a job's gpuwatch_gpu_allocation_info
+// series: {job_id="…"}, or {namespace="…",pod="…"} for "namespace/pod" (a pod
+// without a job id, as the analyzer names it). The values are quoted: an id
+// cannot inject PromQL.
+func JobSelector(job string) string {
+	if ns, pod, ok := strings.Cut(job, "/"); ok {
+		return "{" + telemetry.LabelNamespace + "=" + strconv.Quote(ns) + "," + telemetry.LabelPod + "=" + strconv.Quote(pod) + "}"
+	}
+	return "{" + telemetry.LabelJobID + "=" + strconv.Quote(job) + "}"
 }
 
 // ParseWindow reads a window from the API's from and to (RFC 3339) or last

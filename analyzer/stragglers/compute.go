@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
 )
@@ -61,7 +64,12 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	}
 	index := func(t time.Time) int { return int((t.Sub(r.Start) + s/2) / s) }
 
-	allocM, err := rangeQ("count_over_time(" + telemetry.MetricGPUAllocationInfo + "[" + promDuration(s) + "])")
+	// One job's report reads that job's allocations and GPUs only.
+	allocSel := ""
+	if opts.Job != "" {
+		allocSel = report.JobSelector(opts.Job)
+	}
+	allocM, err := rangeQ("count_over_time(" + telemetry.MetricGPUAllocationInfo + allocSel + "[" + promDuration(s) + "])")
 	if err != nil {
 		return nil, err
 	}
@@ -95,17 +103,34 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 		}
 	}
 
+	// over reads fn over a metric: every GPU's, or with opts.Job the job's GPUs
+	// only, named by gpuwatch's gpu_uuid or dcgm-exporter's UUID.
+	over := func(fn, metric string) string { return fn + "(" + metric + look + ")" }
+	if opts.Job != "" {
+		var uuids []string
+		for k := range members {
+			uuids = append(uuids, regexp.QuoteMeta(k.gpu))
+		}
+		sort.Strings(uuids)
+		re := strconv.Quote(strings.Join(uuids, "|"))
+		over = func(fn, metric string) string {
+			return fn + "(" + metric + "{" + telemetry.LabelGPUUUID + "=~" + re + "}" + look + ") or " +
+				fn + "(" + metric + "{" + telemetry.DCGMLabelUUID + "=~" + re + "}" + look + ")"
+		}
+	}
 	values := map[string]map[string][]float64{} // metric → GPU → per step
-	for _, sig := range []signal{sigClock, sigActive, sigUtil, sigPower} {
-		m, err := rangeQ("avg_over_time(" + sig.metric + look + ")")
-		if err != nil {
+	var thrM store.Matrix
+	if len(members) > 0 {
+		for _, sig := range []signal{sigClock, sigActive, sigUtil, sigPower} {
+			m, err := rangeQ(over("avg_over_time", sig.metric))
+			if err != nil {
+				return nil, err
+			}
+			values[sig.metric] = perStep(m, n, index)
+		}
+		if thrM, err = rangeQ(over("max_over_time", telemetry.DCGMClockThrottleReasons)); err != nil {
 			return nil, err
 		}
-		values[sig.metric] = perStep(m, n, index)
-	}
-	thrM, err := rangeQ("max_over_time(" + telemetry.DCGMClockThrottleReasons + look + ")")
-	if err != nil {
-		return nil, err
 	}
 	throttle := perStep(thrM, n, index)
 
