@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/report"
+	"github.com/gpuwatch/gpuwatch/analyzer/stragglers"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
 )
@@ -140,9 +141,36 @@ type Result struct {
 	Idle         int       `json:"gpus_idle"`
 	IdleBelow    float64   `json:"idle_below"`
 	IdleForSec   float64   `json:"idle_for_seconds"`
-	Verdict      string    `json:"verdict"`
-	GeneratedAt  time.Time `json:"generated_at"`
-	AllocatedGPU float64   `json:"allocated_gpu_hours"`
+	// Stragglers are the job's GPUs that lagged its other GPUs over its span,
+	// by analyzer/stragglers' rule at its defaults (docs/reports.md,
+	// "Stragglers"): signal, how far behind, for how long, throttle reasons.
+	// Empty for a healthy job and for a job of one GPU. A GPU that did nothing
+	// is counted as such, not again as a straggler.
+	Stragglers   []Straggler `json:"stragglers"`
+	Verdict      string      `json:"verdict"`
+	GeneratedAt  time.Time   `json:"generated_at"`
+	AllocatedGPU float64     `json:"allocated_gpu_hours"`
+}
+
+// Straggler is one of the job's GPUs behind the others: analyzer/stragglers'
+// answer with the GPU's index on its node.
+type Straggler struct {
+	Node            string                `json:"node"`
+	Index           string                `json:"gpu_index"`
+	UUID            string                `json:"gpu_uuid"`
+	Evidence        []stragglers.Evidence `json:"evidence"`
+	ThrottleReasons []string              `json:"throttle_reasons,omitempty"`
+}
+
+// Worst returns the evidence of the signal the GPU lags most on.
+func (s Straggler) Worst() stragglers.Evidence {
+	var w stragglers.Evidence
+	for _, e := range s.Evidence {
+		if e.Lag > w.Lag {
+			w = e
+		}
+	}
+	return w
 }
 
 // GPU is one of the job's GPUs.
@@ -334,8 +362,10 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Result, error
 	dcgmSel := "{" + telemetry.DCGMLabelUUID + "=~" + re + "}"
 	ownSel := "{" + telemetry.LabelGPUUUID + "=~" + re + "}"
 
+	// DCGM's series name the GPU by dcgm-exporter's UUID; a series relabelled
+	// with gpuwatch's gpu_uuid only is read too.
 	read := func(fn, metric string) (map[string][]float64, error) {
-		m, err := rangeQ(fn+"("+metric+dcgmSel+w+")", start.Add(s), end)
+		m, err := rangeQ(fn+"("+metric+dcgmSel+w+") or "+fn+"("+metric+ownSel+w+")", start.Add(s), end)
 		if err != nil {
 			return nil, err
 		}
@@ -593,8 +623,40 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Result, error
 		}
 		return a.UUID < b.UUID
 	})
+	if r.Stragglers, err = jobStragglers(ctx, q, opts, r); err != nil {
+		return nil, err
+	}
 	r.Verdict = verdict(r)
 	return r, nil
+}
+
+// jobStragglers runs analyzer/stragglers over the job's span for the job.
+func jobStragglers(ctx context.Context, q store.Querier, opts Options, r *Result) ([]Straggler, error) {
+	out := []Straggler{}
+	if len(r.GPUs) < 2 {
+		return out, nil
+	}
+	rep, err := stragglers.Compute(ctx, q, stragglers.Options{From: r.Start, To: r.End, Job: opts.Job, Now: opts.Now})
+	if err != nil {
+		return nil, fmt.Errorf("job %q: stragglers: %w", opts.Job, err)
+	}
+	index := map[string]string{}
+	idle := map[string]bool{}
+	for _, g := range r.GPUs {
+		index[g.UUID], idle[g.UUID] = g.Index, g.DidNothing
+	}
+	for _, j := range rep.Jobs {
+		if j.JobID != opts.Job {
+			continue
+		}
+		for _, st := range j.Stragglers {
+			if idle[st.GPU] {
+				continue // "did nothing" says more than "behind"
+			}
+			out = append(out, Straggler{Node: st.Node, Index: index[st.GPU], UUID: st.GPU, Evidence: st.Evidence, ThrottleReasons: st.ThrottleReasons})
+		}
+	}
+	return out, nil
 }
 
 func verdict(r *Result) string {
@@ -636,5 +698,63 @@ func verdict(r *Result) string {
 	if xids > 0 {
 		v += "; " + plural(xids, "Xid")
 	}
+	if len(r.Stragglers) > 0 {
+		v += "; " + plural(len(r.Stragglers), "straggler") + " (" + describeStragglers(r) + ")"
+	}
 	return v
+}
+
+// signalNames are the stragglers' signals as the verdict says them.
+var signalNames = map[string]string{
+	stragglers.SignalSMClock:  "SM clock",
+	stragglers.SignalSMActive: "SM activity",
+	stragglers.SignalGPUUtil:  "utilization",
+	stragglers.SignalPower:    "power",
+}
+
+// describeStragglers names the stragglers for the verdict, at most two, each by
+// its worst signal: "GPU 3: SM clock 22% behind, hw_thermal_slowdown"; the node
+// is named when the job spans several. Eight of one node are "node-3 GPUs
+// 0-7: …" when they lag alike.
+func describeStragglers(r *Result) string {
+	nodes := map[string]bool{}
+	for _, g := range r.GPUs {
+		nodes[g.Node] = true
+	}
+	one := func(s Straggler, who string) string {
+		w := s.Worst()
+		d := fmt.Sprintf("%s: %s %.0f%% behind", who, signalNames[w.Signal], 100*w.Lag)
+		if len(s.ThrottleReasons) > 0 {
+			d += ", " + strings.Join(s.ThrottleReasons, ",")
+		}
+		return d
+	}
+	name := func(s Straggler) string {
+		if len(nodes) > 1 {
+			return s.Node + " GPU " + s.Index
+		}
+		return "GPU " + s.Index
+	}
+	st := r.Stragglers
+	// A whole node's GPUs behind on the same signal (a power-capped node): one entry.
+	if len(st) > 2 && len(nodes) > 1 {
+		sameNode := true
+		for _, s := range st[1:] {
+			if s.Node != st[0].Node || s.Worst().Signal != st[0].Worst().Signal {
+				sameNode = false
+			}
+		}
+		if sameNode {
+			return one(st[0], fmt.Sprintf("%s, %d GPUs", st[0].Node, len(st)))
+		}
+	}
+	var parts []string
+	for i, s := range st {
+		if i == 2 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(st)-2))
+			break
+		}
+		parts = append(parts, one(s, name(s)))
+	}
+	return strings.Join(parts, "; ")
 }

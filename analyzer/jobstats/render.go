@@ -75,6 +75,20 @@ func Render(w io.Writer, r *Result, f report.Format) error {
 	if len(stretches) > 0 {
 		fmt.Fprintf(b, "\nIdle stretches (below %g%% for %s or more):\n%s\n", 100*r.IdleBelow, time.Duration(r.IdleForSec*float64(time.Second)), strings.Join(stretches, "\n"))
 	}
+	if len(r.Stragglers) > 0 {
+		b.WriteString("\nStragglers (behind the job's other GPUs):\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NODE/GPU\tUUID\tSIGNAL\tMEDIAN\tREFERENCE\tBEHIND\tFOR\tTHROTTLE REASONS")
+		for _, s := range r.Stragglers {
+			for _, e := range s.Evidence {
+				fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t%.4g\t%.4g\t%.1f%%\t%s\t%s\n", s.Node, s.Index, s.UUID, e.Signal, e.Median, e.Reference,
+					100*e.Lag, time.Duration(e.BehindSeconds*float64(time.Second)), dash(strings.Join(s.ThrottleReasons, ",")))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
