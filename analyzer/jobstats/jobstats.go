@@ -138,9 +138,9 @@ type Result struct {
 	GPUs      []GPU  `json:"gpus"`
 	// Idle counts the GPUs that did nothing: every measured step of their
 	// allocation was below IdleBelow.
-	Idle         int       `json:"gpus_idle"`
-	IdleBelow    float64   `json:"idle_below"`
-	IdleForSec   float64   `json:"idle_for_seconds"`
+	Idle       int     `json:"gpus_idle"`
+	IdleBelow  float64 `json:"idle_below"`
+	IdleForSec float64 `json:"idle_for_seconds"`
 	// Stragglers are the job's GPUs that lagged its other GPUs over its span,
 	// by analyzer/stragglers' rule at its defaults (docs/reports.md,
 	// "Stragglers"): signal, how far behind, for how long, throttle reasons.
