@@ -5,12 +5,14 @@ package main
 import (
 	"encoding/json"
 	"net"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats"
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats/jobstatstest"
+	"github.com/gpuwatch/gpuwatch/analyzer/stragglers/stragglerstest"
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/test/realslurm"
 	"github.com/gpuwatch/gpuwatch/test/realstore"
@@ -104,5 +106,35 @@ func TestJobStatsToSlurm(t *testing.T) {
 	}
 	if code, _, errOut := gw(t, "jobstats", "ml/train-0", "--server", url, "--slurm"); code != 2 || !strings.Contains(errOut, `--slurm: "ml/train-0" is not a Slurm job id`) {
 		t.Errorf("a pod with --slurm: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestJobStatsStragglersCommand: `gpuwatch jobstats` names a job's stragglers
+// in the verdict, a table section and the JSON, against a real server fed
+// analyzer/stragglers' simulated fleet: train-a's throttled GPU 3, train-b's
+// power-capped node-3 (a multi-node job), none for the healthy noisy pod.
+func TestJobStatsStragglersCommand(t *testing.T) {
+	url, _ := startServerCommand(t)
+	t0 := time.Now().Add(-11 * time.Minute).Truncate(stragglerstest.Every)
+	samples := stragglerstest.Fleet(t0)
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
+	realstore.RemoteWrite(t, url, samples, 2*time.Minute)
+
+	code, out, errOut := gw(t, "jobstats", "train-a", "--server", url, "--last", "1h")
+	for _, want := range []string{"Job train-a: 8 GPUs allocated; mean activity 90%; 1 straggler (GPU 3: ", "% behind, hw_thermal_slowdown)",
+		"Stragglers (behind the job's other GPUs):", "node-1/3  GPU-a3  sm_clock", "node-1/3  GPU-a3  power"} {
+		if code != 0 || errOut != "" || !strings.Contains(out, want) {
+			t.Errorf("train-a table: exit %d, stderr %q, want %q in\n%s", code, errOut, want, out)
+		}
+	}
+	code, out, errOut = gw(t, "jobstats", "train-b", "--server", url, "--last", "1h", "--output", "json")
+	var r jobstats.Result
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || errOut != "" || err != nil || len(r.Stragglers) != 8 || r.Stragglers[0].Node != "node-3" ||
+		!strings.Contains(r.Verdict, "8 stragglers (node-3, 8 GPUs: power ") {
+		t.Errorf("train-b json: exit %d, stderr %q, %v: verdict %q, %d stragglers", code, errOut, err, r.Verdict, len(r.Stragglers))
+	}
+	code, out, errOut = gw(t, "jobstats", "ml/healthy", "--server", url, "--last", "1h")
+	if code != 0 || errOut != "" || strings.Contains(out, "straggler") || strings.Contains(out, "Stragglers") || !strings.Contains(out, "Job ml/healthy: 8 GPUs allocated") {
+		t.Errorf("ml/healthy: exit %d, stderr %q, want no stragglers in\n%s", code, errOut, out)
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats"
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats/jobstatstest"
+	"github.com/gpuwatch/gpuwatch/analyzer/stragglers/stragglerstest"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 )
 
@@ -80,5 +82,44 @@ func TestJobStatsAPI(t *testing.T) {
 	}
 	if role := RequiredRole(httptest.NewRequest(http.MethodPost, APIPrefix+"/jobs/4242", nil)); role != auth.RoleAdmin {
 		t.Errorf("POST jobs/4242 needs %v, want admin", role)
+	}
+}
+
+// TestJobStatsStragglersAPI: GET /api/gpuwatch/v1/jobs/{id} names a job's
+// stragglers (analyzer/stragglers' simulated fleet written by remote write):
+// train-a's thermally throttled GPU 3 with its signals and throttle reason, in
+// the verdict too; none for the healthy noisy pod ml/healthy.
+func TestJobStatsStragglersAPI(t *testing.T) {
+	s, err := New(Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(t.Context())
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	t0 := time.Now().Add(-11 * time.Minute).Truncate(stragglerstest.Every)
+	samples := stragglerstest.Fleet(t0)
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
+	remoteWriteFleet(t, ts.URL, samples)
+	get := func(job string) jobstats.Result {
+		t.Helper()
+		resp, err := http.Get(ts.URL + APIPrefix + "/jobs/" + url.PathEscape(job) + "?last=1h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r jobstats.Result
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET jobs/%s: %d %v", job, resp.StatusCode, err)
+		}
+		return r
+	}
+	a := get("train-a")
+	if len(a.Stragglers) != 1 || a.Stragglers[0].UUID != "GPU-a3" || a.Stragglers[0].Index != "3" || len(a.Stragglers[0].Evidence) != 2 ||
+		strings.Join(a.Stragglers[0].ThrottleReasons, ",") != "hw_thermal_slowdown" || !strings.Contains(a.Verdict, "1 straggler (GPU 3: ") {
+		t.Errorf("train-a: stragglers %+v, verdict %q; want GPU 3 on two signals, hw_thermal_slowdown", a.Stragglers, a.Verdict)
+	}
+	if h := get("ml/healthy"); len(h.GPUs) != 8 || len(h.Stragglers) != 0 || strings.Contains(h.Verdict, "straggler") {
+		t.Errorf("ml/healthy: %d GPUs, stragglers %+v, verdict %q; want 8 and none", len(h.GPUs), h.Stragglers, h.Verdict)
 	}
 }
