@@ -98,11 +98,43 @@ func (e *Engine) place(ctx context.Context, req framework.Request, reserve bool)
 		e.reserve(d, &req, snap, now, lease)
 	}
 	e.runnersUp(ctx, &req, cy, p, d)
+	if note := stragglerNote(snap, d); note != "" {
+		d.Notes = append(d.Notes, note)
+	}
 	if h, l := snap.StaleGPUs(); h > 0 || l > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("snapshot has %d GPUs with stale health (last known state used) and %d with stale load (ignored)", h, l))
 	}
 	e.finish(span, d, mode, start)
 	return d, nil
+}
+
+// stragglerNote names the chosen GPUs that were named stragglers within the
+// snapshot's straggler window (the straggler scorer is soft: they are used
+// when the rest of the score or the fit says so); "" when none is.
+func stragglerNote(snap *snapshot.Snapshot, d *framework.Decision) string {
+	var named []string
+	for _, a := range d.Assignments {
+		i, ok := snap.Lookup(a.Node)
+		if !ok {
+			continue
+		}
+		n := snap.Node(i)
+		for _, idx := range a.GPUs {
+			for j := range n.GPUs {
+				if g := &n.GPUs[j]; g.Index == idx && g.Straggler.Named() {
+					named = append(named, fmt.Sprintf("%s gpu %d (%s %.0f%% behind in job %s)", a.Node, idx, g.Straggler.Signal, 100*g.Straggler.Lag, g.Straggler.Job))
+				}
+			}
+		}
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	what := fmt.Sprintf("%d GPUs named stragglers", len(named))
+	if len(named) == 1 {
+		what = "1 GPU named a straggler"
+	}
+	return fmt.Sprintf("uses %s in the last %v: %s", what, snap.StragglerWindow(), strings.Join(named, ", "))
 }
 
 // resolve fills the candidate list and the Near positions.

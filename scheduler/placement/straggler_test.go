@@ -54,6 +54,11 @@ func TestStragglerScenarioControl(t *testing.T) {
 		t.Fatalf("%d control cases, want 2", checked)
 	}
 
+	// A placement on the clean node notes no straggler.
+	if d, err := engine(t, snap, nil).DryRun(ctx, framework.Request{GPUs: 8}); err != nil || len(d.Notes) != 0 {
+		t.Errorf("clean placement: %v, notes %q", err, d.Notes)
+	}
+
 	// The record of a gang that needs the straggler's node says why it scores
 	// lower: 1 − 1/8 on straggler, GPU 3 named.
 	d, err := engine(t, snap, nil).DryRun(ctx, framework.Request{Nodes: 2, GPUsPerNode: 8, Explain: true})
@@ -62,7 +67,8 @@ func TestStragglerScenarioControl(t *testing.T) {
 	}
 	text := framework.Explain(d)
 	for _, want := range []string{"score  straggler     0.875 ×1  (1 of 8 chosen GPUs are stragglers: gpu 3 sm_clock 22% behind in job train-a, named 4m0s ago)",
-		"score  straggler     1.000 ×1"} {
+		"score  straggler     1.000 ×1",
+		"note: uses 1 GPU named a straggler in the last 30m0s: node-00000 gpu 3 (sm_clock 22% behind in job train-a)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("explain lacks %q:\n%s", want, text)
 		}

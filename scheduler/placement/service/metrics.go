@@ -18,6 +18,7 @@ type metrics struct {
 	gpus         prometheus.Gauge
 	stale        *prometheus.GaugeVec
 	excluded     prometheus.Gauge
+	stragglers   prometheus.Gauge
 	requests     *prometheus.CounterVec
 }
 
@@ -39,6 +40,8 @@ func newMetrics() *metrics {
 			[]string{"value"}),
 		excluded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuwatch_placement_snapshot_excluded_gpus",
 			Help: "Number of GPUs of the placement snapshot the drain controller excludes."}),
+		stragglers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuwatch_placement_snapshot_straggler_gpus",
+			Help: "Number of GPUs of the placement snapshot named stragglers within the straggler window (gpuwatch_straggler_gpu), which the straggler scorer avoids."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuwatch_placement_api_requests_total",
 			Help: "Number of placement API requests, by endpoint and HTTP status code."}, []string{"endpoint", "code"}),
 	}
@@ -46,7 +49,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.feedDuration, m.feedErrors, m.lastSuccess, m.nodes, m.gpus, m.stale, m.excluded, m.requests}
+	return []prometheus.Collector{m.feedDuration, m.feedErrors, m.lastSuccess, m.nodes, m.gpus, m.stale, m.excluded, m.stragglers, m.requests}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
@@ -69,6 +72,8 @@ func (m *metrics) observeSnapshot(snap *snapshot.Snapshot, at time.Time) {
 	m.stale.WithLabelValues("health").Set(float64(h))
 	m.stale.WithLabelValues("utilization").Set(float64(l))
 	m.excluded.Set(float64(excludedGPUs(snap)))
+	marked, _ := snap.StragglerGPUs()
+	m.stragglers.Set(float64(marked))
 }
 
 func excludedGPUs(snap *snapshot.Snapshot) int {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement"
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -139,6 +141,9 @@ func TestExtenderStragglers(t *testing.T) {
 			}
 			if sum := s.Summary(context.Background(), false); sum.StragglerGPUs != tc.stragglers || sum.StragglerWindow != framework.Duration(30*time.Minute) {
 				t.Errorf("summary: %d straggler GPUs in %v, want %d in 30m", sum.StragglerGPUs, sum.StragglerWindow, tc.stragglers)
+			}
+			if got := testutil.ToFloat64(s.metrics.stragglers); got != float64(tc.stragglers) {
+				t.Errorf("gpuwatch_placement_snapshot_straggler_gpus %v, want %d", got, tc.stragglers)
 			}
 			ts := serve(t, s)
 			args := `{"Pod": {"metadata": {"name": "p", "namespace": "ml"}, "spec": {"containers": [{"name": "c",
