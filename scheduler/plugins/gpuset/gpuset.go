@@ -23,10 +23,10 @@ func New() Plugin { return Plugin{} }
 func (Plugin) Name() string { return Name }
 
 // AppendNodeKey implements framework.Classifier: whether the node's links are
-// uniform and its topology known, each GPU's rail, and the link quality of every
-// pair.
+// uniform and its topology known, the GPUs named stragglers, each GPU's rail, and
+// the link quality of every pair.
 func (Plugin) AppendNodeKey(k framework.Key, n *snapshot.Node) framework.Key {
-	k = k.Bool(n.UniformLinks()).Bool(n.Topology.Value != nil)
+	k = k.Bool(n.UniformLinks()).Bool(n.Topology.Value != nil).GPUs(n.Stragglers())
 	for _, h := range n.Hot() {
 		k = append(k, byte(h.Rail))
 	}
@@ -61,11 +61,33 @@ func (Plugin) Pick(_ context.Context, req *framework.Request, c *framework.Candi
 	case c.Usable.Len() == k:
 		c.Chosen = c.Usable
 	case c.Node.UniformLinks():
-		c.Chosen = byRails(c, c.Usable, k)
+		c.Chosen = avoidStragglers(c, byRails(c, c.Usable, k), k)
 	default:
-		c.Chosen = greedy(c, k)
+		c.Chosen = avoidStragglers(c, greedy(c, c.Usable, k), k)
 	}
 	return framework.Status{}
+}
+
+// avoidStragglers returns the same kind of pick among the usable GPUs not named
+// stragglers when chosen holds one, enough of them are usable, and that pick
+// rates as well (links and rails); else chosen. Stragglers are the picker's last
+// tie-break: never worth a worse link or rail.
+func avoidStragglers(c *framework.Candidate, chosen snapshot.GPUSet, k int) snapshot.GPUSet {
+	bad := c.Node.Stragglers()
+	clean := c.Usable &^ bad
+	if chosen&bad == 0 || clean.Len() < k {
+		return chosen
+	}
+	var alt snapshot.GPUSet
+	if c.Node.UniformLinks() {
+		alt = byRails(c, clean, k)
+	} else {
+		alt = greedy(c, clean, k)
+	}
+	if rating(c, alt) >= rating(c, chosen) {
+		return alt
+	}
+	return chosen
 }
 
 // bestFit takes the k usable GPUs with the least free milli-GPU (lowest position on
@@ -137,10 +159,10 @@ func byRails(c *framework.Candidate, set snapshot.GPUSet, k int) snapshot.GPUSet
 
 // greedy grows a set from every seed, adding the GPU whose worst link to the set is
 // best (then the best sum of links, then rails), and keeps the best set.
-func greedy(c *framework.Candidate, k int) snapshot.GPUSet {
+func greedy(c *framework.Candidate, usable snapshot.GPUSet, k int) snapshot.GPUSet {
 	n := c.Node
 	var pos [snapshot.MaxGPUsPerNode]int
-	ps := c.Usable.Positions(pos[:0])
+	ps := usable.Positions(pos[:0])
 	var best snapshot.GPUSet
 	bestWorst, bestSum, bestRail := -1, -1, -1
 	var members [snapshot.MaxGPUsPerNode]int
@@ -228,12 +250,17 @@ func LinkRating(q int, known bool) float64 {
 
 // Score implements framework.Scorer.
 func (Plugin) Score(_ context.Context, _ *framework.Request, c *framework.Candidate) (float64, framework.Status) {
-	n := c.Node
-	var pos [snapshot.MaxGPUsPerNode]int
-	m := c.Chosen.Positions(pos[:0])
-	if len(m) == 0 {
+	if c.Chosen == 0 {
 		return 0, framework.Status{Code: framework.Error, Reason: "no GPUs chosen"}
 	}
+	return rating(c, c.Chosen), framework.Status{}
+}
+
+// rating is the score of choosing set on c's node.
+func rating(c *framework.Candidate, set snapshot.GPUSet) float64 {
+	n := c.Node
+	var pos [snapshot.MaxGPUsPerNode]int
+	m := set.Positions(pos[:0])
 	links := 1.0
 	switch {
 	case len(m) > 1 && n.UniformLinks():
@@ -265,7 +292,7 @@ func (Plugin) Score(_ context.Context, _ *framework.Request, c *framework.Candid
 	if known > 0 {
 		rails = good / float64(len(m))
 	}
-	return 0.7*links + 0.3*rails, framework.Status{}
+	return 0.7*links + 0.3*rails
 }
 
 // RankOrder returns the positions of the set's GPUs in gang rank order: by rail

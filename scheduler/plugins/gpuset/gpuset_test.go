@@ -108,3 +108,61 @@ func TestPickRailsAndFractions(t *testing.T) {
 		t.Error("worst link of an NVSwitch pair")
 	}
 }
+
+// TestPickAvoidsStragglers: stragglers are the picker's last tie-break. On an
+// NVSwitch node (any set alike) with GPU 0 named, one GPU is GPU 1, four are 1-4
+// (distinct rails either way), eight are all (no clean choice); with rails 0 and
+// 1 preferred (a gang), GPU 0's rail is kept: a clean pick would rate lower on
+// rails (0.3 × 0.75 instead of 0.3). On the bridged-pairs PCIe box with GPU 0
+// named, two GPUs are the other pair (2,3), which rates as well; with GPUs 0 and
+// 2 named, the clean pick (1,3) crosses SYS, so the pair (0,1) stays.
+func TestPickAvoidsStragglers(t *testing.T) {
+	mark := func(b *snapshot.Builder, node string, gpus ...int) {
+		for _, g := range gpus {
+			b.MarkStraggler(snapshot.StragglerMark{Node: node, GPU: g, Signal: "sm_clock", Lag: 0.3, At: t0})
+		}
+	}
+	b, err := snapshot.SyntheticBuilder(snapshot.SyntheticSpec{Nodes: 1, GPUsPerNode: 8, Leaves: 1, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark(b, "node-00000", 0)
+	nvs, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := func(named ...int) *snapshot.Snapshot {
+		t.Helper()
+		topo := pairsNode(t).Node(0).Topology.Value
+		b := snapshot.NewBuilder(t0, time.Minute)
+		b.AddNode(snapshot.NodeInput{Name: "n1", Topology: topo, TopologyAt: t0})
+		mark(b, "n1", named...)
+		s, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		s      *snapshot.Snapshot
+		take   int
+		prefer uint64
+		want   snapshot.GPUSet
+	}{
+		{"one GPU", nvs, 1, 0, 0b10},
+		{"four GPUs", nvs, 4, 0, 0b1_1110},
+		{"the whole node", nvs, 8, 0, 0xff},
+		{"preferred rails", nvs, 2, 0b11, 0b11},
+		{"the other pair", pairs(0), 2, 0, 0b1100},
+		{"no clean pair", pairs(0, 2), 2, 0, 0b0011},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := candidate(tc.s, tc.take, snapshot.AllGPUs(len(tc.s.Node(0).GPUs)))
+			c.PreferRails = tc.prefer
+			if st := New().Pick(context.Background(), &framework.Request{GPUs: tc.take, Milli: 1000}, c); !st.OK() || c.Chosen != tc.want {
+				t.Errorf("chose %08b (%v), want %08b", c.Chosen, st, tc.want)
+			}
+		})
+	}
+}
