@@ -141,11 +141,13 @@ type answer struct {
 const feedParallelism = 4
 
 // stragglerQueries are the straggler marks' expressions for a window: each
-// mark's last lag, and when it was last named (the newest sample time, through a
-// subquery: timestamp() alone sees only the store's lookback of 5 minutes).
-func stragglerQueries(window string) (lag, at string) {
+// mark's last lag, and when it was last named, its newest sample time: through a
+// subquery for the window (timestamp() alone sees only the store's lookback of 5
+// minutes) and timestamp() now for a sample newer than the subquery's last step,
+// which is aligned to the minute.
+func stragglerQueries(window string) (lag, at, recent string) {
 	m := telemetry.MetricStragglerGPU
-	return "last_over_time(" + m + "[" + window + "])", "max_over_time(timestamp(" + m + ")[" + window + ":1m])"
+	return "last_over_time(" + m + "[" + window + "])", "max_over_time(timestamp(" + m + ")[" + window + ":1m])", "timestamp(" + m + ")"
 }
 
 // queries lists every expression a read evaluates, so they can run at once (an
@@ -162,8 +164,8 @@ func queries(lb, stragglerWindow string) []string {
 		telemetry.MetricGPUAllocationInfo} {
 		out = append(out, "timestamp("+m+")")
 	}
-	lag, at := stragglerQueries(stragglerWindow)
-	return append(out, "max by ("+telemetry.LabelNode+") (timestamp("+telemetry.MetricTopologyGPUInfo+"))", lag, at)
+	lag, at, recent := stragglerQueries(stragglerWindow)
+	return append(out, "max by ("+telemetry.LabelNode+") (timestamp("+telemetry.MetricTopologyGPUInfo+"))", lag, at, recent)
 }
 
 // prefetch evaluates exprs, feedParallelism at a time.
@@ -705,7 +707,7 @@ func (r *reader) allocations(slack time.Duration) ([]snapshot.Allocation, error)
 // series (job, signal), found by the node and GPU UUID; the Builder keeps each
 // GPU's largest lag. A lag outside [0,1] is left out and noted.
 func (r *reader) stragglers(window string) ([]snapshot.StragglerMark, error) {
-	lagExpr, atExpr := stragglerQueries(window)
+	lagExpr, atExpr, recentExpr := stragglerQueries(window)
 	lags, err := r.query(lagExpr)
 	if err != nil {
 		return nil, err
@@ -714,6 +716,11 @@ func (r *reader) stragglers(window string) ([]snapshot.StragglerMark, error) {
 	if err != nil {
 		return nil, err
 	}
+	recent, err := r.query(recentExpr)
+	if err != nil {
+		return nil, err
+	}
+	ats = append(ats, recent...)
 	type key struct{ node, uuid, job, signal string }
 	keyOf := func(ls telemetry.Labels) key {
 		return key{ls.Get(telemetry.LabelNode), ls.Get(telemetry.LabelGPUUUID), ls.Get(telemetry.LabelJobID), ls.Get(telemetry.LabelSignal)}

@@ -27,14 +27,16 @@ import (
 //     minutes ago: marked, lag 0.31 (the larger), named 4 minutes ago;
 //   - node-01 GPU 5 named from 50 to 40 minutes ago and GPU 6 until 33
 //     minutes ago: past the 30-minute window, not marked;
-//   - node-01 GPU 7 with a lag of 1.5: left out and noted.
+//   - node-01 GPU 7 with a lag of 1.5: left out and noted;
+//   - node-00 GPU 1 named 20 seconds ago, after the subquery's last step (on
+//     the minute; now is 30 s past it): marked, named 20 s ago.
 //
-// A 16-GPU-free fleet asked for 8 GPUs then goes to node-01 (node-00, first by
-// name, wins a tie). With a 2-minute window node-00's mark expires too, and
-// node-00 takes the 8 GPUs: the control.
+// Asked for 8 GPUs the idle fleet then places them on node-01; with the
+// straggler weight 0, on node-00 (first by name in a tie): the control. With a
+// 2-minute window only the mark of 20 seconds ago is read.
 func TestFeedStragglers(t *testing.T) {
 	st := embeddedtest.Open(t, embedded.Options{OutOfOrderWindow: 2 * time.Hour})
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 11, 1, 12, 0, 30, 0, time.UTC)
 	samples := fleetSamples(2, 2, now.Add(-2*time.Second))
 	named := func(node, uuid, signal string, lag float64, from, to time.Duration) {
 		for at := now.Add(-from); !at.After(now.Add(-to)); at = at.Add(15 * time.Second) {
@@ -47,6 +49,7 @@ func TestFeedStragglers(t *testing.T) {
 	named("node-01", "GPU-01-5", "power", 0.3, 50*time.Minute, 40*time.Minute)
 	named("node-01", "GPU-01-6", "power", 0.3, 50*time.Minute, 33*time.Minute)
 	named("node-01", "GPU-01-7", "power", 1.5, 5*time.Minute, 4*time.Minute)
+	named("node-00", "GPU-00-1", "sm_active", 0.4, 20*time.Second, 20*time.Second)
 	sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
 	if err := st.Append(context.Background(), samples); err != nil {
 		t.Fatal(err)
@@ -60,23 +63,26 @@ func TestFeedStragglers(t *testing.T) {
 	if m := g.Straggler; !m.Named() || m.Lag != 0.31 || m.Signal != "power" || m.Job != "train-a" || !m.At.Equal(now.Add(-4*time.Minute)) {
 		t.Errorf("node-00 gpu 3 mark %+v, want power 0.31 of train-a named at now-4m", m)
 	}
-	if marked, _ := snap.StragglerGPUs(); marked != 1 {
+	if m := gpuOf(t, snap, "node-00", 1).Straggler; !m.Named() || !m.At.Equal(now.Add(-20*time.Second)) {
+		t.Errorf("node-00 gpu 1 mark %+v, want named 20 s ago", m)
+	}
+	if marked, expired := snap.StragglerGPUs(); marked != 2 || expired != 0 {
 		for i := range snap.Len() {
 			t.Logf("%s stragglers %b", snap.Node(i).Name, snap.Node(i).Stragglers())
 		}
-		t.Errorf("%d GPUs marked, want 1", marked)
+		t.Errorf("%d GPUs marked, %d expired; want 2 and 0", marked, expired)
 	}
 	if s := strings.Join(stats.Skipped, "\n"); !strings.Contains(s, "node-01 gpu GPU-01-7: straggler lag 1.5 outside [0,1]") {
 		t.Errorf("skipped %q, want the lag of 1.5 noted", stats.Skipped)
 	}
 
-	place := func(snapWindow time.Duration) string {
+	place := func(weight float64) string {
 		t.Helper()
-		snap, _, err := Feed(ctx, st, FeedOptions{Now: now, StragglerWindow: snapWindow})
+		scorers, err := placement.WithWeight(placement.DefaultScorers(), "straggler", weight)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := placement.New(snap, placement.Options{})
+		e, err := placement.New(snap, placement.Options{Scorers: scorers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,11 +92,18 @@ func TestFeedStragglers(t *testing.T) {
 		}
 		return d.Assignments[0].Node
 	}
-	if got := place(0); got != "node-01" {
-		t.Errorf("8 GPUs placed on %s, want node-01 (node-00 has a straggler)", got)
+	if got := place(1); got != "node-01" {
+		t.Errorf("8 GPUs placed on %s, want node-01 (node-00 has stragglers)", got)
 	}
-	if got := place(2 * time.Minute); got != "node-00" {
-		t.Errorf("with a 2-minute window: 8 GPUs placed on %s, want node-00 (its mark expired; the tie goes to the first)", got)
+	if got := place(0); got != "node-00" {
+		t.Errorf("straggler weight 0: 8 GPUs placed on %s, want node-00 (the tie goes to the first)", got)
+	}
+	short, _, err := Feed(ctx, st, FeedOptions{Now: now, StragglerWindow: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marked, _ := short.StragglerGPUs(); marked != 1 || !gpuOf(t, short, "node-00", 1).Straggler.Named() {
+		t.Errorf("2-minute window: %d GPUs marked, want node-00 gpu 1 only", marked)
 	}
 	if _, _, err := Feed(ctx, st, FeedOptions{Now: now, StragglerWindow: time.Second}); err == nil || !strings.Contains(err.Error(), "straggler window 1s") {
 		t.Errorf("a 1 s window: %v, want an error naming it", err)
