@@ -78,7 +78,7 @@ func finite(v float64) *float64 {
 func reportFrame(r *report.Report) *data.Frame {
 	rows := append(append([]report.Group(nil), r.Groups...), r.Total)
 	if r.Total.Key == "" {
-		rows[len(rows)-1].Key = "Total"
+		rows[len(rows)-1].Key = "total"
 	}
 	n := len(rows)
 	by := string(r.By)
