@@ -145,7 +145,7 @@ func ParseQuery(data []byte, queryType string) (Query, error) {
 		if q.PlacementID == "" {
 			return q, fmt.Errorf("explain needs a placement decision id (the id POST /place answered, or gpuwatch place printed)")
 		}
-		if len(q.PlacementID) > 256 || strings.ContainsAny(q.PlacementID, "/?#") || hasControl(q.PlacementID) {
+		if len(q.PlacementID) > 256 || strings.ContainsAny(q.PlacementID, "/?#") || hasControl(q.PlacementID) || dots(q.PlacementID) {
 			return q, fmt.Errorf("placement id %q: want the id of a decision, such as d-0001", q.PlacementID)
 		}
 	case TypeDrains:
@@ -176,12 +176,18 @@ func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
+// dots: "." or "..", which a server's router would take for a path step.
+func dots(s string) bool {
+	s, _, _ = strings.Cut(s, "/")
+	return s == "." || s == ".."
+}
+
 // checkJobID: a job_id label, or namespace/pod.
 func checkJobID(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("jobstats needs a job id: a Slurm job id, or namespace/pod for a pod without one")
-	case len(id) > 512 || hasControl(id) || strings.Count(id, "/") > 1 || strings.HasPrefix(id, "/") || strings.HasSuffix(id, "/"):
+	case len(id) > 512 || hasControl(id) || strings.Count(id, "/") > 1 || strings.HasPrefix(id, "/") || strings.HasSuffix(id, "/") || dots(id):
 		return fmt.Errorf("job id %q: want a Slurm job id (such as 4242) or namespace/pod", id)
 	}
 	return nil
