@@ -176,10 +176,14 @@ func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
-// dots: "." or "..", which a server's router would take for a path step.
+// dots: a part "." or "..", which a server's router would take for a path step.
 func dots(s string) bool {
-	s, _, _ = strings.Cut(s, "/")
-	return s == "." || s == ".."
+	for _, p := range strings.Split(s, "/") {
+		if p == "." || p == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // checkJobID: a job_id label, or namespace/pod.

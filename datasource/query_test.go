@@ -68,6 +68,7 @@ func TestParseQueryErrors(t *testing.T) {
 		{`{"queryType":"stragglers","jobId":"/x"}`, "", `job id "/x"`},
 		{`{"queryType":"faults","faults":"worst"}`, "", `unknown faults table "worst"`},
 		{`{"queryType":"jobstats","jobId":".."}`, "", `job id ".."`},
+		{`{"queryType":"jobstats","jobId":"ns/.."}`, "", `job id "ns/.."`},
 		{`{"queryType":"explain"}`, "", "explain needs a placement decision id"},
 		{`{"queryType":"explain","placementId":"."}`, "", `placement id "."`},
 		{`{"queryType":"explain","placementId":"../audit"}`, "", `placement id "../audit"`},
