@@ -63,6 +63,28 @@ build: deps ## build bin/gpuwatch (everything) and bin/gpuwatch-agent (the node 
 	CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpuwatch
 	CGO_ENABLED=1 $(GO) build -tags agentonly -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/gpuwatch
 
+# The Grafana data source (datasource/, its own Go module): the directory
+# Grafana loads, built into GRAFANA_DIST; GRAFANA_PLUGIN_ARCHES adds backends for
+# other platforms (linux/arm64, darwin/arm64…), named gpx_gpuwatch_<os>_<arch>
+# as Grafana looks for them.
+GRAFANA_DIST ?= dist
+GRAFANA_PLUGIN_ARCHES ?= linux/amd64
+GRAFANA_PLUGIN_VERSION ?= $(patsubst v%,%,$(VERSION))
+
+.PHONY: grafana-plugin
+grafana-plugin: ## build the Grafana data source into dist/ (plugin.json, module.js, README, the gpx_gpuwatch backend)
+	@test -n "$(GRAFANA_DIST)" || { echo "make: GRAFANA_DIST is empty" >&2; exit 1; }
+	mkdir -p $(GRAFANA_DIST)/img
+	rm -f $(GRAFANA_DIST)/gpx_gpuwatch_*
+	sed -e 's/%VERSION%/$(GRAFANA_PLUGIN_VERSION)/' -e "s/%TODAY%/$$(date -u +%Y-%m-%d)/" datasource/plugin/plugin.json > $(GRAFANA_DIST)/plugin.json
+	cp datasource/plugin/module.js datasource/plugin/README.md $(GRAFANA_DIST)/
+	cp datasource/plugin/img/logo.svg $(GRAFANA_DIST)/img/
+	@for p in $(GRAFANA_PLUGIN_ARCHES); do os=$${p%/*}; arch=$${p#*/}; \
+	  echo "build gpx_gpuwatch_$${os}_$${arch}"; \
+	  (cd datasource && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" \
+	    -o $(abspath $(GRAFANA_DIST))/gpx_gpuwatch_$${os}_$${arch} ./cmd/gpx_gpuwatch) || exit 1; \
+	done
+
 .PHONY: demo
 demo: build ## run the whole system on a simulated fleet (embedded defaults)
 	./$(BIN) demo $(DEMO_FLAGS)
