@@ -90,13 +90,9 @@ func (d *Datasource) query(ctx context.Context, dq backend.DataQuery) backend.Da
 
 // Query answers one parsed query over [from, to] with its frames.
 func (d *Datasource) Query(ctx context.Context, q Query, from, to time.Time) (data.Frames, error) {
-	c, err := q.request(from, to)
+	path, err := RequestPath(q, from, to)
 	if err != nil {
 		return nil, err
-	}
-	path := APIPrefix + c.Path
-	if len(c.Values) > 0 {
-		path += "?" + c.Values.Encode()
 	}
 	switch q.QueryType {
 	case TypeReport:

@@ -229,6 +229,21 @@ func editorName(p string) string {
 	return p
 }
 
+// RequestPath is the server path, query string included, of the GET that
+// answers q over the panel's time range [from, to]; an error says what in q
+// or the range the server would refuse.
+func RequestPath(q Query, from, to time.Time) (string, error) {
+	c, err := q.request(from, to)
+	if err != nil {
+		return "", err
+	}
+	path := APIPrefix + c.Path
+	if len(c.Values) > 0 {
+		path += "?" + c.Values.Encode()
+	}
+	return path, nil
+}
+
 // call is one GET of the server's API.
 type call struct {
 	Path   string // under the API prefix, already escaped
