@@ -85,9 +85,9 @@ func TestModuleJS(t *testing.T) {
 		t.Errorf("the default query %s: %v", m.DefaultQuery, err)
 	}
 	wantFields := map[string][]string{
-		datasource.TypeReport: {"Query type", "Group by", "Step", "Idle below", "Idle for", "Window"},
+		datasource.TypeReport:   {"Query type", "Group by", "Step", "Idle below", "Idle for", "Window"},
 		datasource.TypeJobStats: {"Query type", "Job id", "Idle below", "Idle for", "Window"},
-		datasource.TypeFaults: {"Query type", "Faults table", "Window"}, datasource.TypeStragglers: {"Query type", "Job id", "Min gap", "Min duration", "Window"},
+		datasource.TypeFaults:   {"Query type", "Faults table", "Window"}, datasource.TypeStragglers: {"Query type", "Job id", "Min gap", "Min duration", "Window"},
 		datasource.TypeExplain: {"Query type", "Decision id"}, datasource.TypeDrains: {"Query type", "Limit", "Window"},
 		datasource.TypeFairShare: {"Query type"},
 	}
