@@ -149,7 +149,7 @@ func TestDist(t *testing.T) {
 		t.Fatal(err)
 	}
 	pctx := func(token string) *pluginv2.PluginContext {
-		return backend.ToProto().PluginContext(backend.PluginContext{OrgID: 1, PluginID: datasource.PluginID,
+		return backend.ToProto().PluginContext(backend.PluginContext{PluginID: datasource.PluginID,
 			DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "gw-" + token, Type: datasource.PluginID, Name: "gpuwatch",
 				URL: g.ts.URL, JSONData: json.RawMessage(`{}`), DecryptedSecureJSONData: map[string]string{datasource.SecureToken: token},
 				Updated: time.Now()}})
