@@ -2,6 +2,7 @@ package dashboards_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"os"
 	"os/exec"
@@ -93,6 +94,10 @@ func TestQueriesParse(t *testing.T) {
 		n := 0
 		for _, pn := range b.Panels {
 			for _, tg := range pn.Targets {
+				if !tg.PromQL() {
+					checkPluginQuery(t, b.Dashboard, b.file+": panel "+pn.Title, tg)
+					continue
+				}
 				expr, err := s.Interpolate(tg.Expr)
 				if err == nil {
 					_, err = p.ParseExpr(expr)
@@ -104,6 +109,26 @@ func TestQueriesParse(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d queries parse", b.file, n)
+	}
+}
+
+// checkPluginQuery: a query that is not PromQL is the gpuwatch data source's,
+// through the dashboard's gpuwatch data source variable, and names its query
+// type (datasource/'s TestDashboards runs every such query through the
+// plugin's parser and handlers; the data test asks the server for it).
+func checkPluginQuery(t *testing.T, d *grafana.Dashboard, where string, tg grafana.Target) {
+	t.Helper()
+	if tg.Datasource.Type != defs.PluginType || tg.Datasource.UID != "${"+defs.PluginVariable+"}" {
+		t.Errorf("%s query %s: data source %+v: want type %s through ${%s}", where, tg.RefID, tg.Datasource, defs.PluginType, defs.PluginVariable)
+	}
+	if v := d.Variable(defs.PluginVariable); v == nil || v.Type != "datasource" || v.Query != defs.PluginType {
+		t.Errorf("%s: no data source variable %s of type %s", where, defs.PluginVariable, defs.PluginType)
+	}
+	var q struct {
+		QueryType string `json:"queryType"`
+	}
+	if err := json.Unmarshal(tg.Raw, &q); err != nil || q.QueryType == "" {
+		t.Errorf("%s query %s: no queryType (%v): %s", where, tg.RefID, err, tg.Raw)
 	}
 }
 
@@ -123,7 +148,9 @@ func TestMetricsKnown(t *testing.T) {
 		}
 		for _, pn := range b.Panels {
 			for _, tg := range pn.Targets {
-				exprs["panel "+pn.Title+" query "+tg.RefID] = tg.Expr
+				if tg.PromQL() {
+					exprs["panel "+pn.Title+" query "+tg.RefID] = tg.Expr
+				}
 			}
 		}
 		for where, raw := range exprs {

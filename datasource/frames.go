@@ -87,6 +87,7 @@ func reportFrame(r *report.Report) *data.Frame {
 	}
 	fields := []*data.Field{
 		column(title(by), "", n, func(i int) string { return rows[i].Key }),
+		column("Owners", "", n, func(i int) string { return strings.Join(rows[i].Owners, ", ") }),
 		column("GPUs", "", n, func(i int) int64 { return int64(rows[i].GPUs) }),
 		column("Jobs", "", n, func(i int) int64 { return int64(rows[i].Jobs) }),
 		column("Allocated", UnitGPUHours, n, func(i int) float64 { return rows[i].Allocated }),
