@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,6 +125,9 @@ func TestJobQueries(t *testing.T) {
 		if a := num(alloc.At(i)); !near(a, 3*119*10.0/3600) {
 			t.Errorf("job 4242 allocated %g GPU-h, want %g", a, 3*119*10.0/3600)
 		}
+		if o := column(t, f, "Owners", data.FieldTypeString, "").At(i); o != "vision" {
+			t.Errorf("job 4242's owners %q, want its account vision", o)
+		}
 		gpus := column(t, f, "GPUs", data.FieldTypeInt64, "")
 		if n := gpus.At(i).(int64); n != 3 {
 			t.Errorf("job 4242: %d GPUs, want 3", n)
@@ -227,6 +232,32 @@ func TestJobQueries(t *testing.T) {
 		}
 		if len(want) > 0 {
 			t.Errorf("accounts missing from the standing: %v\n%s", want, dump(f))
+		}
+	})
+
+	t.Run("dashboards", func(t *testing.T) {
+		// Every query of the gpuwatch data source in gpuwatch's dashboards
+		// parses, and answers rows on the job's data.
+		files, err := filepath.Glob("../dashboards/*.json")
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no ../dashboards/*.json: %v", err)
+		}
+		n := 0
+		for _, file := range files {
+			for _, pq := range pluginQueries(t, file) {
+				n++
+				if _, err := datasource.ParseQuery(pq.raw, ""); err != nil {
+					t.Errorf("%s: panel %q: %v", file, pq.panel, err)
+					continue
+				}
+				r := query(t, ds, t0, t0.Add(2*time.Hour), map[string]string{"A": string(pq.raw)})["A"]
+				if r.Error != nil || len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
+					t.Errorf("%s: panel %q: %v, %d frames", file, pq.panel, r.Error, len(r.Frames))
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("no dashboard uses the gpuwatch data source")
 		}
 	})
 
@@ -421,6 +452,57 @@ func TestStragglersQuery(t *testing.T) {
 		t.Errorf("train-e's stragglers %q, want GPU-e2", got)
 	}
 	wantError(t, "min gap over 100%", rs["gap"], backend.StatusBadRequest, "min gap")
+}
+
+// pluginQuery is a query of the gpuwatch data source in a dashboard.
+type pluginQuery struct {
+	panel string
+	raw   json.RawMessage
+}
+
+// pluginQueries reads a dashboard's queries of the gpuwatch data source (its
+// panels, rows' panels included).
+func pluginQueries(t *testing.T, file string) []pluginQuery {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type panel struct {
+		Title   string            `json:"title"`
+		Panels  []json.RawMessage `json:"panels"`
+		Targets []json.RawMessage `json:"targets"`
+	}
+	var d struct {
+		Panels []json.RawMessage `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var out []pluginQuery
+	var walk func([]json.RawMessage)
+	walk = func(ps []json.RawMessage) {
+		for _, r := range ps {
+			var p panel
+			if err := json.Unmarshal(r, &p); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			walk(p.Panels)
+			for _, tg := range p.Targets {
+				var ref struct {
+					Datasource struct {
+						Type string `json:"type"`
+					} `json:"datasource"`
+				}
+				_ = json.Unmarshal(tg, &ref) // old dashboards name data sources by a string
+				if ref.Datasource.Type == datasource.PluginID {
+					out = append(out, pluginQuery{p.Title, tg})
+				}
+			}
+		}
+	}
+	walk(d.Panels)
+	return out
 }
 
 func dump(f *data.Frame) string {
