@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -59,13 +60,29 @@ func New(s Settings) (*Datasource, error) {
 // Dispose closes the idle connections of a data source whose settings changed.
 func (d *Datasource) Dispose() { d.client.http.CloseIdleConnections() }
 
-// QueryData answers each query on its own: a query that fails is that
-// query's error response, and the others still answer.
+// maxConcurrent bounds the queries of one request asked of the server at once.
+const maxConcurrent = 4
+
+// QueryData answers each query on its own, up to maxConcurrent at a time: a
+// query that fails is that query's error response, and the others still
+// answer.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
 	resp := backend.NewQueryDataResponse()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxConcurrent)
 	for _, q := range req.Queries {
-		resp.Responses[q.RefID] = d.query(ctx, q)
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			r := d.query(ctx, q)
+			mu.Lock()
+			resp.Responses[q.RefID] = r
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return resp, nil
 }
 

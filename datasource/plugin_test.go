@@ -421,7 +421,16 @@ func TestStragglersQuery(t *testing.T) {
 		"all": `{"queryType":"stragglers"}`,
 		"e":   `{"queryType":"stragglers","jobId":"train-e"}`,
 		"gap": `{"queryType":"stragglers","minGap":"150%"}`,
+		// A pod's job id travels as one path segment (namespace%2Fpod).
+		"pod": `{"queryType":"jobstats","jobId":"ml/healthy"}`,
 	})
+	pod := frames(t, rs["pod"], 2)
+	if n := pod[0].Rows(); n != 8 {
+		t.Errorf("pod ml/healthy: %d GPUs, want 8", n)
+	}
+	if j := column(t, pod[1], "Job", data.FieldTypeString, "").At(0); j != "ml/healthy" {
+		t.Errorf("pod job %q, want ml/healthy", j)
+	}
 	f := frames(t, rs["all"], 1)[0]
 	jobs, gpus, sigs := column(t, f, "Job", data.FieldTypeString, ""), column(t, f, "GPU", data.FieldTypeString, ""), column(t, f, "Signal", data.FieldTypeString, "")
 	column(t, f, "Lag", data.FieldTypeFloat64, datasource.UnitFraction)
