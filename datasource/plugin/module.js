@@ -63,7 +63,7 @@ define(['react', '@grafana/data', '@grafana/runtime'], function (React, grafanaD
   }
 
   function field(label, control, tooltip) {
-    return h('label', { style: labelStyle, title: tooltip || '' }, h('span', null, label), control);
+    return h('label', { key: label, style: labelStyle, title: tooltip || '' }, h('span', null, label), control);
   }
 
   function select(value, options, onChange, ariaLabel) {
