@@ -166,21 +166,30 @@ func TestJobQueries(t *testing.T) {
 	})
 
 	t.Run("explain", func(t *testing.T) {
+		// Two idle nodes reporting now; a gang of 4 GPUs on one node, every
+		// candidate recorded (explain), as soon as a snapshot holds them.
+		g.write(t, inventory(time.Now()))
 		var placed service.PlaceResponse
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			code, body := g.call(t, http.MethodPost, server.APIPrefix+"/place", operateSecret, []byte(`{"job_id":"j1","gpus":1,"dry_run":true}`), map[string]string{"Content-Type": "application/json"})
+			code, body := g.call(t, http.MethodPost, server.APIPrefix+"/place", operateSecret,
+				[]byte(`{"job_id":"j1","gpus":4,"gpus_per_node":4,"explain":true,"dry_run":true}`), map[string]string{"Content-Type": "application/json"})
 			if code == http.StatusOK {
 				if err := json.Unmarshal(body, &placed); err != nil {
 					t.Fatal(err)
 				}
-				break
-			}
-			if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				if len(placed.Assignments) > 0 {
+					break
+				}
+			} else if code != http.StatusServiceUnavailable {
 				t.Fatalf("place: %d %s", code, body)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no placement in 30 s: %d %s", code, body)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		t.Logf("decision %s: %s, %d evaluated, %d feasible, %d assignments", placed.ID, placed.Outcome, placed.Evaluated, placed.Feasible, len(placed.Assignments))
 		r := query(t, ds, from, to, map[string]string{"E": `{"queryType":"explain","placementId":"` + placed.ID + `"}`})["E"]
 		fs := frames(t, r, 2)
 		if id := column(t, fs[0], "Decision", data.FieldTypeString, "").At(0); id != placed.ID {
@@ -206,8 +215,14 @@ func TestJobQueries(t *testing.T) {
 		for _, a := range placed.Assignments {
 			want = append(want, a.Node)
 		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Errorf("chosen candidates %q, want the decision's nodes %q", got, want)
+		if strings.Join(got, ",") != strings.Join(want, ",") || len(want) != 1 {
+			t.Errorf("chosen candidates %q, want the decision's one node %q", got, want)
+		}
+		if cands.Rows() != 2 || placed.Evaluated != 2 {
+			t.Errorf("%d candidate rows, %d evaluated; want both nodes\n%s", cands.Rows(), placed.Evaluated, dump(cands))
+		}
+		if v := column(t, cands, "Verdicts", data.FieldTypeString, "").At(0).(string); v == "" {
+			t.Errorf("a candidate without its filters' verdicts\n%s", dump(cands))
 		}
 		r = query(t, ds, from, to, map[string]string{"E": `{"queryType":"explain","placementId":"no-such-decision"}`})["E"]
 		wantError(t, "unknown decision", r, backend.StatusNotFound, "no decision", "no-such-decision")

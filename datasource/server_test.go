@@ -251,6 +251,33 @@ func num(v any) float64 {
 
 func near(a, b float64) bool { d := a - b; return d < 1e-6 && d > -1e-6 }
 
+// inventory is what placement's snapshot reads of two idle HGX H100 nodes
+// (place-0, place-1) at at: GPUs, memory, health, load, temperature and power,
+// the fabric.
+func inventory(at time.Time) []telemetry.Sample {
+	var out []telemetry.Sample
+	add := func(name string, v float64, kv ...string) {
+		out = append(out, telemetry.Sample{Name: name, Labels: telemetry.NewLabels(kv...), Value: v, Time: at})
+	}
+	for n := range 2 {
+		node := fmt.Sprintf("place-%d", n)
+		add(telemetry.MetricTopologyNodeInfo, 1, "node", node, "leaf", "leaf-00", "spine", "spine-00")
+		for g := range 8 {
+			idx, uuid := fmt.Sprint(g), fmt.Sprintf("GPU-p%d-%d", n, g)
+			add(telemetry.MetricGPUInfo, 1, "node", node, "gpu_index", idx, "gpu_uuid", uuid, "model", "NVIDIA H100 80GB HBM3")
+			add(telemetry.DCGMFBTotal, 81559, "node", node, "gpu", idx, "UUID", uuid)
+			add(telemetry.MetricGPUHealthState, 0, "node", node, "gpu_index", idx)
+			add(telemetry.DCGMGPUUtil, 5, "node", node, "gpu", idx)
+			add(telemetry.DCGMGPUTemp, 40, "node", node, "gpu", idx)
+			add(telemetry.DCGMSlowdownTemp, 90, "node", node, "gpu", idx)
+			add(telemetry.DCGMPowerUsage, 100, "node", node, "gpu", idx)
+			add(telemetry.DCGMEnforcedPowerLimit, 700, "node", node, "gpu", idx)
+			add(telemetry.MetricTopologyGPUInfo, 1, "node", node, "gpu_index", idx)
+		}
+	}
+	return out
+}
+
 // manualDrain drains node through the API as a person does (operate token).
 func (g *gpuwatch) manualDrain(t *testing.T, node, reason string) {
 	t.Helper()
