@@ -1,6 +1,7 @@
 package datasource_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -352,10 +353,28 @@ func TestTokens(t *testing.T) {
 }
 
 // TestFaultsQueries: each faults table of faultstest's fleet, with the
-// numbers its comment derives.
+// numbers its comment derives, on a server whose drain controller holds the
+// fleet's audit log (faultstest.Audit); and that log as the drains query.
 func TestFaultsQueries(t *testing.T) {
 	t0 := time.Now().Add(-50 * time.Hour).Truncate(time.Hour)
-	g := startServer(t, nil)
+	g := startServer(t, func(o *server.Options) {
+		dir := filepath.Join(o.StateDir, "drain")
+		var log bytes.Buffer
+		for _, r := range faultstest.Audit(t0) {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.Write(append(b, '\n'))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, drain.AuditFileName), log.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o.Drain = &server.DrainOptions{Actuator: drain.NewLogActuator(io.Discard), ActuatorName: "log"}
+	})
 	g.write(t, faultstest.Fleet(t0))
 	ds := newDatasource(t, g.ts.URL, readSecret)
 	from, to := t0, t0.Add(faultstest.Window)
@@ -367,6 +386,7 @@ func TestFaultsQueries(t *testing.T) {
 		"ib":     `{"queryType":"faults","faults":"infiniband"}`,
 		"nvlink": `{"queryType":"faults","faults":"nvlink"}`,
 		"lemons": `{"queryType":"faults","faults":"lemons"}`,
+		"drains": `{"queryType":"drains"}`,
 	})
 	pairs := func(f *data.Frame, key, val string) string {
 		k, v := f.Fields[0], f.Fields[1]
@@ -387,10 +407,6 @@ func TestFaultsQueries(t *testing.T) {
 	if got := pairs(frames(t, rs["action"], 1)[0], "Action", "Count"); got != "RESTART_APP=7 RESET_GPU=3 DRAIN_AND_RESET=1" {
 		t.Errorf("Xids by action %q", got)
 	}
-	// No drain controller: drains are not counted, and the tables say so.
-	if f := frames(t, rs["code"], 1)[0]; f.Meta == nil || len(f.Meta.Notices) == 0 || !strings.Contains(f.Meta.Notices[0].Text, "drain controller") {
-		t.Errorf("no notice that drains are not counted: %+v", f.Meta)
-	}
 	soon := frames(t, rs["soon"], 1)[0]
 	if got := strings.Join(strs(column(t, soon, "GPU", data.FieldTypeString, "")), " "); got != "GPU-b0 GPU-c1 GPU-a0 GPU-d1" {
 		t.Errorf("drain soon %q, want GPU-b0 GPU-c1 GPU-a0 GPU-d1", got)
@@ -406,10 +422,14 @@ func TestFaultsQueries(t *testing.T) {
 	mtbf := frames(t, rs["mtbf"], 1)[0]
 	column(t, mtbf, "MTBF", data.FieldTypeNullableFloat64, datasource.UnitHours)
 	fails := column(t, mtbf, "Failures", data.FieldTypeInt64, "")
-	// Without the audit log's drains: H100 node-a's two failures, A100
-	// node-c's Xid 48.
-	if n := fails.At(row(t, mtbf, "Model", faultstest.H100)).(int64); n != 2 {
-		t.Errorf("H100 failures %d, want 2 (node-a's Xid 79s, drains not counted)", n)
+	// node-a's two Xid 79 failures and node-b's three drains: 96 node-hours
+	// over 5 failures.
+	h100 := row(t, mtbf, "Model", faultstest.H100)
+	if n := fails.At(h100).(int64); n != 5 {
+		t.Errorf("H100 failures %d, want 5", n)
+	}
+	if m := num(column(t, mtbf, "MTBF", data.FieldTypeNullableFloat64, datasource.UnitHours).At(h100)); !near(m, 19.2) {
+		t.Errorf("H100 MTBF %g h, want 19.2", m)
 	}
 	ib := frames(t, rs["ib"], 1)[0]
 	if got := strings.Join(strs(column(t, ib, "Node", data.FieldTypeString, "")), " "); got != "node-a node-c node-b" {
@@ -419,8 +439,21 @@ func TestFaultsQueries(t *testing.T) {
 	if got := strings.Join(strs(column(t, nv, "GPU", data.FieldTypeString, "")), " "); got != "GPU-c0 GPU-a0" {
 		t.Errorf("NVLinks %q, want GPU-c0 GPU-a0", got)
 	}
-	if f := frames(t, rs["lemons"], 1)[0]; f.Rows() != 0 {
-		t.Errorf("lemons without a drain controller: %d", f.Rows())
+	// node-b drained three times within the window (the drain before it
+	// does not count): the one lemon.
+	lemons := frames(t, rs["lemons"], 1)[0]
+	if got := strings.Join(strs(column(t, lemons, "Node", data.FieldTypeString, "")), " "); got != "node-b" {
+		t.Errorf("lemons %q, want node-b", got)
+	}
+	if n := column(t, lemons, "Drains", data.FieldTypeInt64, "").At(0); n != int64(3) {
+		t.Errorf("node-b's drains %v, want 3", n)
+	}
+	column(t, lemons, "Last drain", data.FieldTypeNullableTime, "")
+	// The audit log over the window: its eight records less the one a day
+	// before.
+	dr := frames(t, rs["drains"], 1)[0]
+	if dr.Rows() != len(faultstest.Audit(t0))-1 {
+		t.Errorf("%d audit records in the window, want %d\n%s", dr.Rows(), len(faultstest.Audit(t0))-1, dump(dr))
 	}
 }
 
