@@ -121,11 +121,11 @@ func serverMessage(body []byte) string {
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
 		return e.Error
 	}
-	s := strings.TrimSpace(string(body))
+	s := []rune(strings.TrimSpace(string(body)))
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		return string(s[:300]) + "…"
 	}
-	return s
+	return string(s)
 }
 
 func pathOnly(p string) string {
