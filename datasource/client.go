@@ -81,6 +81,10 @@ func (c *client) getRaw(ctx context.Context, path string) ([]byte, error) {
 		return nil, &callError{backend.StatusBadGateway, backend.ErrorSourceDownstream,
 			fmt.Sprintf("the gpuwatch server's answer to %s is over %d MiB: narrow the time range", pathOnly(path), maxAnswerBytes>>20)}
 	}
+	if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
+		return nil, &callError{backend.StatusUnauthorized, backend.ErrorSourceDownstream,
+			"the gpuwatch server wants a token (401 Unauthorized): set a read-role token in the data source's settings (gpuwatch token --role read)"}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, answerError(resp.StatusCode, pathOnly(path), serverMessage(body))
 	}

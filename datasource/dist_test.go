@@ -64,6 +64,8 @@ func TestDist(t *testing.T) {
 	}
 	dist := t.TempDir()
 	cmd := exec.Command("make", "-C", "..", "grafana-plugin", "GRAFANA_DIST="+dist, "GRAFANA_PLUGIN_VERSION=1.2.3")
+	// Under make test, not the outer make's flags and variables.
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MFLAGS=", "MAKELEVEL=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make grafana-plugin: %v\n%s", err, out)
 	}

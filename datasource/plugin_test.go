@@ -323,12 +323,12 @@ func TestTokens(t *testing.T) {
 	frames(t, query(t, ok, from, to, q)["A"], 1)
 
 	for _, c := range []struct {
-		name, token string
-	}{{"wrong token", "not-the-secret"}, {"no token", ""}} {
+		name, token, says string
+	}{{"wrong token", "not-the-secret", "refused the data source's token"}, {"no token", "", "wants a token"}} {
 		ds := newDatasource(t, g.ts.URL, c.token)
-		wantError(t, c.name, query(t, ds, from, to, q)["A"], backend.StatusUnauthorized, "refused the data source's token", "401")
+		wantError(t, c.name, query(t, ds, from, to, q)["A"], backend.StatusUnauthorized, c.says, "401", "read-role token")
 		h, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
-		if err != nil || h.Status != backend.HealthStatusError || !strings.Contains(h.Message, "refused the data source's token") {
+		if err != nil || h.Status != backend.HealthStatusError || !strings.Contains(h.Message, c.says) {
 			t.Errorf("%s: health %+v, %v", c.name, h, err)
 		}
 	}
