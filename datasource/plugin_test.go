@@ -21,6 +21,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/analyzer/jobstats/jobstatstest"
 	"github.com/gpuwatch/gpuwatch/analyzer/stragglers/stragglerstest"
 	"github.com/gpuwatch/gpuwatch/datasource"
+	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
@@ -332,6 +333,13 @@ func TestTokens(t *testing.T) {
 			t.Errorf("%s: health %+v, %v", c.name, h, err)
 		}
 	}
+	// A server without a token file takes reads from anyone.
+	open := startServer(t, func(o *server.Options) { o.Auth = auth.Options{} })
+	h, err = newDatasource(t, open.ts.URL, "").CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	if err != nil || h.Status != backend.HealthStatusOk || !strings.Contains(h.Message, "takes reads without a token") {
+		t.Errorf("health against a server without a token file: %+v, %v", h, err)
+	}
+
 	// A server that does not answer: a port nobody listens on.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
