@@ -43,10 +43,11 @@ deps: ## install what the build needs (Go modules)
 
 # The real servers the tests start on loopback: VictoriaMetrics and Prometheus (with
 # promtool), Alertmanager (with amtool), and Slurm (slurm-wlm: slurmctld, slurmd, the
-# client commands) with munge, and Chromium for the browser tests, from Debian. Installed once; their system services are
+# client commands) with munge, Chromium for the browser tests, and Node.js to load
+# the Grafana data source's module.js, from Debian. Installed once; their system services are
 # not used (test/realslurm runs its own munged and daemons).
-DEBIAN_PACKAGES := victoria-metrics prometheus prometheus-alertmanager slurm-wlm munge chromium
-DEBIAN_BINARIES := victoria-metrics vmalert prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged chromium
+DEBIAN_PACKAGES := victoria-metrics prometheus prometheus-alertmanager slurm-wlm munge chromium nodejs
+DEBIAN_BINARIES := victoria-metrics vmalert prometheus promtool prometheus-alertmanager amtool slurmctld slurmd sbatch scontrol sinfo squeue sprio scancel munged chromium node
 
 .PHONY: test-deps
 test-deps: deps ## install the Debian packages the tests need (apt-get, as root)
@@ -63,6 +64,28 @@ build: deps ## build bin/gpuwatch (everything) and bin/gpuwatch-agent (the node 
 	CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpuwatch
 	CGO_ENABLED=1 $(GO) build -tags agentonly -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/gpuwatch
 
+# The Grafana data source (datasource/, its own Go module): the directory
+# Grafana loads, built into GRAFANA_DIST; GRAFANA_PLUGIN_ARCHES adds backends for
+# other platforms (linux/arm64, darwin/arm64…), named gpx_gpuwatch_<os>_<arch>
+# as Grafana looks for them.
+GRAFANA_DIST ?= dist
+GRAFANA_PLUGIN_ARCHES ?= linux/amd64
+GRAFANA_PLUGIN_VERSION ?= $(patsubst v%,%,$(VERSION))
+
+.PHONY: grafana-plugin
+grafana-plugin: ## build the Grafana data source into dist/ (plugin.json, module.js, README, the gpx_gpuwatch backend)
+	@test -n "$(GRAFANA_DIST)" || { echo "make: GRAFANA_DIST is empty" >&2; exit 1; }
+	mkdir -p $(GRAFANA_DIST)/img
+	rm -f $(GRAFANA_DIST)/gpx_gpuwatch_*
+	sed -e 's/%VERSION%/$(GRAFANA_PLUGIN_VERSION)/' -e "s/%TODAY%/$$(date -u +%Y-%m-%d)/" datasource/plugin/plugin.json > $(GRAFANA_DIST)/plugin.json
+	cp datasource/plugin/module.js datasource/plugin/README.md $(GRAFANA_DIST)/
+	cp datasource/plugin/img/logo.svg $(GRAFANA_DIST)/img/
+	@for p in $(GRAFANA_PLUGIN_ARCHES); do os=$${p%/*}; arch=$${p#*/}; \
+	  echo "build gpx_gpuwatch_$${os}_$${arch}"; \
+	  (cd datasource && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" \
+	    -o $(abspath $(GRAFANA_DIST))/gpx_gpuwatch_$${os}_$${arch} ./cmd/gpx_gpuwatch) || exit 1; \
+	done
+
 .PHONY: demo
 demo: build ## run the whole system on a simulated fleet (embedded defaults)
 	./$(BIN) demo $(DEMO_FLAGS)
@@ -71,6 +94,15 @@ demo: build ## run the whole system on a simulated fleet (embedded defaults)
 test: test-deps lint ## install what is needed, then run every test
 	GPUWATCH_REQUIRE_REALSTORE=1 GPUWATCH_REQUIRE_REALSLURM=1 GPUWATCH_REQUIRE_BROWSER=1 $(GO) test -count=1 ./...
 	$(MAKE) test-k8s
+	$(MAKE) test-datasource
+
+# datasource/ is its own Go module (grafana-plugin-sdk-go and its gRPC plugin
+# host, Arrow and newer OpenTelemetry stay out of gpuwatch's go.mod): the Grafana
+# data source's handlers against a real gpuwatch server, its front end in Node.js,
+# and make grafana-plugin's directory with the backend started as Grafana does.
+.PHONY: test-datasource
+test-datasource: ## the Grafana data source's tests (datasource/)
+	cd datasource && $(GO) mod download && GPUWATCH_REQUIRE_NODE=1 $(GO) test -count=1 ./...
 
 # test/k8s is its own Go module (it requires k8s.io/kubernetes, which gpuwatch's
 # module must not): a real etcd, kube-apiserver, kube-scheduler and disruption
@@ -87,6 +119,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd test/k8s && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd datasource && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 .PHONY: bench
 bench: build bench-store ## run the benchmarks (results and commands go in docs/BENCHMARKS.md)
@@ -112,6 +145,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 10s)
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-10s} $$pkg || exit 1; \
 	  done; \
 	done
+	cd datasource && $(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $${FUZZTIME:-10s} .
 
 .PHONY: third-party
 third-party: ## rebuild third_party/ (Prometheus's and go-dcgm's packages, less their test helpers) after changing their versions
@@ -127,4 +161,4 @@ update-golden: ## rewrite golden files in testdata/ from the current code
 
 .PHONY: clean
 clean: ## remove build outputs
-	rm -rf bin
+	rm -rf bin $(GRAFANA_DIST)

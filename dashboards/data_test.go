@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/gpuwatch/gpuwatch/dashboards/internal/defs"
 	"github.com/gpuwatch/gpuwatch/dashboards/internal/grafana"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
 	"github.com/gpuwatch/gpuwatch/internal/server"
@@ -328,6 +330,45 @@ func (c *checker) scope(sel map[string]grafana.Selection) *grafana.Scope {
 // fieldRE finds the series labels a data link reads.
 var fieldRE = regexp.MustCompile(`\$\{__(?:field\.labels|data\.fields)\.([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// pluginQuery asks the server what the gpuwatch data source asks it for a
+// query of that data source over the run's window (the mapping of
+// datasource/query.go, whose own tests run every query type through the
+// plugin), and says why there is no data. Only the report's queries are
+// known here; a dashboard that uses another query type adds it.
+func (c *checker) pluginQuery(tg grafana.Target) error {
+	if tg.Datasource.Type != defs.PluginType {
+		return fmt.Errorf("a query of data source type %q, which the data test cannot ask", tg.Datasource.Type)
+	}
+	var q struct {
+		QueryType, By, Step string
+	}
+	if err := json.Unmarshal(tg.Raw, &q); err != nil {
+		return err
+	}
+	if q.QueryType != "report" {
+		return fmt.Errorf("a gpuwatch data source query of type %q, which the data test does not ask yet", q.QueryType)
+	}
+	v := url.Values{"from": {c.fleet.start.UTC().Format(time.RFC3339)}, "to": {c.fleet.end.UTC().Format(time.RFC3339)}, "by": {q.By}}
+	if q.Step != "" {
+		v.Set("step", q.Step)
+	}
+	var r struct {
+		Groups []struct {
+			Key       string  `json:"key"`
+			Allocated float64 `json:"allocated_gpu_hours"`
+		} `json:"groups"`
+	}
+	if err := c.fleet.api.GetJSON(c.ctx, server.APIPrefix+"/report", v, &r); err != nil {
+		return err
+	}
+	for _, g := range r.Groups {
+		if g.Allocated > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("report by %s over the run: no group with allocated GPU-hours (%d groups)", q.By, len(r.Groups))
+}
+
 // run queries every panel under every selection until each query has data.
 func (c *checker) run() {
 	sels := c.selections()
@@ -339,6 +380,12 @@ func (c *checker) run() {
 		var empty []string
 		for _, tg := range p.Targets {
 			if tg.Hide {
+				continue
+			}
+			if !tg.PromQL() {
+				if err := c.pluginQuery(tg); err != nil {
+					empty = append(empty, tg.RefID+": "+err.Error())
+				}
 				continue
 			}
 			found := false
@@ -478,6 +525,9 @@ func TestServerSeriesStored(t *testing.T) {
 		s := placeholderScope(b.Dashboard)
 		for _, pn := range b.Panels {
 			for _, tg := range pn.Targets {
+				if !tg.PromQL() {
+					continue
+				}
 				expr, err := s.Interpolate(tg.Expr)
 				if err != nil {
 					continue

@@ -2,6 +2,7 @@ package dashboards_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"os"
 	"os/exec"
@@ -93,6 +94,10 @@ func TestQueriesParse(t *testing.T) {
 		n := 0
 		for _, pn := range b.Panels {
 			for _, tg := range pn.Targets {
+				if !tg.PromQL() {
+					checkPluginQuery(t, b.Dashboard, b.file+": panel "+pn.Title, tg)
+					continue
+				}
 				expr, err := s.Interpolate(tg.Expr)
 				if err == nil {
 					_, err = p.ParseExpr(expr)
@@ -104,6 +109,26 @@ func TestQueriesParse(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d queries parse", b.file, n)
+	}
+}
+
+// checkPluginQuery: a query that is not PromQL is the gpuwatch data source's,
+// through the dashboard's gpuwatch data source variable, and names its query
+// type (datasource/'s TestDashboards runs every such query through the
+// plugin's parser and handlers; the data test asks the server for it).
+func checkPluginQuery(t *testing.T, d *grafana.Dashboard, where string, tg grafana.Target) {
+	t.Helper()
+	if tg.Datasource.Type != defs.PluginType || tg.Datasource.UID != "${"+defs.PluginVariable+"}" {
+		t.Errorf("%s query %s: data source %+v: want type %s through ${%s}", where, tg.RefID, tg.Datasource, defs.PluginType, defs.PluginVariable)
+	}
+	if v := d.Variable(defs.PluginVariable); v == nil || v.Type != "datasource" || v.Query != defs.PluginType {
+		t.Errorf("%s: no data source variable %s of type %s", where, defs.PluginVariable, defs.PluginType)
+	}
+	var q struct {
+		QueryType string `json:"queryType"`
+	}
+	if err := json.Unmarshal(tg.Raw, &q); err != nil || q.QueryType == "" {
+		t.Errorf("%s query %s: no queryType (%v): %s", where, tg.RefID, err, tg.Raw)
 	}
 }
 
@@ -123,7 +148,9 @@ func TestMetricsKnown(t *testing.T) {
 		}
 		for _, pn := range b.Panels {
 			for _, tg := range pn.Targets {
-				exprs["panel "+pn.Title+" query "+tg.RefID] = tg.Expr
+				if tg.PromQL() {
+					exprs["panel "+pn.Title+" query "+tg.RefID] = tg.Expr
+				}
 			}
 		}
 		for where, raw := range exprs {
@@ -355,19 +382,20 @@ func TestFleetRulesCopy(t *testing.T) {
 	}
 }
 
-// TestProvisioning: deploy/grafana's data source is the gpuwatch server as a
-// Prometheus data source with the read token's header, at the scrape interval
-// the data test's $__rate_interval assumes, and its dashboard provider loads
-// files as they are.
+// TestProvisioning: deploy/grafana's data sources are the gpuwatch server as
+// a Prometheus data source with the read token's header, at the scrape
+// interval the data test's $__rate_interval assumes, and as the gpuwatch data
+// source with the same token; its dashboard provider loads files as they are.
 func TestProvisioning(t *testing.T) {
 	var ds struct {
 		APIVersion  int `yaml:"apiVersion"`
 		Datasources []struct {
-			Name     string            `yaml:"name"`
-			Type     string            `yaml:"type"`
-			URL      string            `yaml:"url"`
-			JSONData map[string]string `yaml:"jsonData"`
-			Secure   map[string]string `yaml:"secureJsonData"`
+			Name     string         `yaml:"name"`
+			UID      string         `yaml:"uid"`
+			Type     string         `yaml:"type"`
+			URL      string         `yaml:"url"`
+			JSONData map[string]any `yaml:"jsonData"`
+			Secure   map[string]any `yaml:"secureJsonData"`
 		} `yaml:"datasources"`
 	}
 	data, err := os.ReadFile("../deploy/grafana/provisioning/datasources/gpuwatch.yaml")
@@ -377,21 +405,29 @@ func TestProvisioning(t *testing.T) {
 	if err := yaml.Unmarshal(data, &ds); err != nil {
 		t.Fatal(err)
 	}
-	if ds.APIVersion != 1 || len(ds.Datasources) != 1 {
-		t.Fatalf("data source file: apiVersion %d, %d data sources; want 1 and 1", ds.APIVersion, len(ds.Datasources))
+	if ds.APIVersion != 1 || len(ds.Datasources) != 2 {
+		t.Fatalf("data source file: apiVersion %d, %d data sources; want 1 and 2 (Prometheus, the gpuwatch data source)", ds.APIVersion, len(ds.Datasources))
 	}
-	d := ds.Datasources[0]
-	want := map[string][2]string{
+	d, a := ds.Datasources[0], ds.Datasources[1]
+	want := map[string][2]any{
 		"type":             {d.Type, "prometheus"},
 		"url":              {d.URL, "http://gpuwatch-server:9402"},
 		"httpHeaderName1":  {d.JSONData["httpHeaderName1"], "Authorization"},
 		"httpHeaderValue1": {d.Secure["httpHeaderValue1"], "Bearer $GPUWATCH_GRAFANA_TOKEN"},
 		"timeInterval":     {d.JSONData["timeInterval"], promDuration(scrapeInterval)},
+		// The analyzer's data source: the plugin's type, the same server and
+		// read token, the token where the plugin reads it (secureJsonData).
+		"analyzer type":  {a.Type, defs.PluginType},
+		"analyzer url":   {a.URL, d.URL},
+		"analyzer token": {a.Secure["token"], "$GPUWATCH_GRAFANA_TOKEN"},
 	}
 	for k, v := range want {
 		if v[0] != v[1] {
-			t.Errorf("data source %s: %q, want %q", k, v[0], v[1])
+			t.Errorf("data source %s: %v, want %v", k, v[0], v[1])
 		}
+	}
+	if a.UID == "" || a.UID == d.UID || a.Name == d.Name {
+		t.Errorf("the analyzer's data source needs its own name and uid: %q %q", a.Name, a.UID)
 	}
 	var dp struct {
 		Providers []struct {

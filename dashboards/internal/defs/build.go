@@ -98,6 +98,48 @@ func ptr[T any](v T) *T { return &v }
 // ${datasource} variable, a Prometheus data source.
 var ds = common.DataSourceRef{Type: ptr("prometheus"), Uid: ptr("${datasource}")}
 
+// PluginType is the gpuwatch data source's plugin id (datasource/, a Grafana
+// backend plugin): the analyzer's tables that PromQL cannot compute, read from
+// the server's API.
+const PluginType = "gpuwatch-datasource"
+
+// PluginVariable is the variable that names the gpuwatch data source on the
+// dashboards with analyzer tables.
+const PluginVariable = "gpuwatch_ds"
+
+// pluginDS is the data source of the analyzer tables' queries.
+var pluginDS = common.DataSourceRef{Type: ptr(PluginType), Uid: ptr("${" + PluginVariable + "}")}
+
+// withPluginVariable adds the gpuwatch data source variable to a dashboard.
+func withPluginVariable(d *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
+	return d.WithVariable(dashboard.NewDatasourceVariableBuilder(PluginVariable).
+		Label("gpuwatch data source").
+		Description("The gpuwatch server as the gpuwatch data source (the gpuwatch-datasource plugin, docs/grafana-datasource.md), for the tables of its analyzer.").
+		Type(PluginType))
+}
+
+// analyzerTable is a table of one gpuwatch data source query: query holds
+// the query's fields (queryType, by, …; docs/grafana-datasource.md). The
+// frames carry their own units per column; the panel's unit is for the
+// columns without one (counts).
+func analyzerTable(p panel, query map[string]any) *table.PanelBuilder {
+	if p.w == 0 {
+		p.w = 24
+	}
+	if p.h == 0 {
+		p.h = 8
+	}
+	q := variants.UnknownDataquery{"refId": "A", "datasource": map[string]any{"type": PluginType, "uid": *pluginDS.Uid}}
+	for k, v := range query {
+		q[k] = v
+	}
+	return table.NewPanelBuilder().
+		Title(p.title).Description(p.desc).Unit(p.unit).Datasource(pluginDS).Height(p.h).Span(p.w).
+		WithTarget(variants.NewUnknownDataqueryBuilderFromObject(q)).
+		CellHeight(common.TableCellHeightSm).
+		Filterable(true)
+}
+
 // newDashboard starts a dashboard with gpuwatch's defaults: the tag, the last
 // hour, a refresh every minute, a shared crosshair, the data source variable,
 // and a menu of the other gpuwatch dashboards that keeps the time range and the

@@ -3,9 +3,8 @@ package defs
 //lint:file-ignore SA1019 The SDK marks its v1 dashboard model deprecated in favour of dashboardv2, which only recent Grafana (12, behind its dynamic-dashboards feature) reads; v1 JSON is what Grafana provisions from files, old and new.
 
 import (
-	"strings"
-
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 )
 
 // allocSel picks the allocations of the chosen accounts and users.
@@ -42,26 +41,14 @@ func measuredBy(metric, scale string) string {
 
 var measured = measuredBy("DCGM_FI_DEV_GPU_UTIL", " / 100")
 
-// gpuHours integrates a GPUs expression grouped by the given labels over the
-// dashboard's time range, minute by minute, into GPU-hours.
-func gpuHours(expr string, by ...string) string {
-	return `sum_over_time((sum by (` + strings.Join(by, ", ") + `) (` + expr + `))[$__range:1m]) / 60`
-}
-
-// hoursTable is a table of allocated and measured GPU-hours and their ratio
-// over the time range, one row per group.
-func hoursTable(title, desc string, by ...string) *tablePanel {
-	alloc, meas := gpuHours(allocated, by...), gpuHours(measured, by...)
-	t := labelTable(panel{title: title, desc: desc, unit: unitGPUHours, w: 24, h: 8,
-		targets: []target{instant(alloc), instant(meas), instant("(" + meas + ") / (" + alloc + ")")}}, "")
-	t.Transformations([]dashboard.DataTransformerConfig{
-		{Id: "merge", Options: map[string]any{}},
-		{Id: "organize", Options: map[string]any{
-			"excludeByName": map[string]bool{"Time": true},
-			"renameByName":  map[string]string{"Value #A": "allocated", "Value #B": "measured", "Value #C": "efficiency"}}},
-	})
-	t.OverrideByName("efficiency", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitRatio}})
-	return t
+// reportTable is gpuwatch's utilization report grouped by one dimension over
+// the dashboard's time range, from the gpuwatch data source: allocated,
+// measured (SM activity where DCGM profiles, else utilization), idle,
+// unmeasured and unobserved GPU-hours, efficiency, memory peak and headroom,
+// the previous period, fair share (docs/reports.md).
+func reportTable(title, desc, by string) *table.PanelBuilder {
+	return analyzerTable(panel{title: title, desc: desc, unit: unitCount},
+		map[string]any{"queryType": "report", "by": by, "step": "1m"})
 }
 
 // teams is utilization by account, user and job: what was allocated against
@@ -71,6 +58,7 @@ func teams() *dashboard.DashboardBuilder {
 		"GPUs allocated against GPUs' worth of measured work by account, user and job (the agents' attribution, gpuwatch_gpu_allocation_info, joined with each GPU's utilization), GPU-hours over the time range, and allocations left idle.").
 		WithVariable(varAccount.builder()).
 		WithVariable(varUser.builder()))
+	withPluginVariable(b.DashboardBuilder)
 	b.row("Now").
 		add(stacked(panel{title: "Allocated GPUs by account", unit: unitGPUs,
 			desc:    "GPUs allocated to each account's jobs (gpuwatch_gpu_allocation_info; a GPU shared by several jobs counts in part to each).",
@@ -90,15 +78,15 @@ func teams() *dashboard.DashboardBuilder {
 			desc:    "GPUs' worth of work by DCGM's SM activity (DCGM_FI_PROF_SM_ACTIVE, only where a DCGM host engine runs), split among the jobs sharing a GPU: a stricter measure than utilization, which counts a GPU busy while any kernel runs. Fair share charges this when it is there.",
 			targets: []target{q(`sum by (account) `+measuredBy("DCGM_FI_PROF_SM_ACTIVE", ""), "{{account}}")}}))
 	b.row("Over the time range").
-		add(hoursTable("GPU-hours by account",
-			"GPU-hours allocated and measured (GPUs' worth of utilization) per account over the dashboard's time range, minute by minute, and their ratio.",
+		add(reportTable("GPU-hours by account",
+			"gpuwatch's utilization report by account over the dashboard's time range (the gpuwatch data source): GPU-hours allocated, measured (DCGM's SM activity where it profiles, else utilization), idle (under 5% for 30 minutes or more), unmeasured and unobserved, efficiency, memory peak and headroom, the previous period of the same length and the fair-share factor. Every account: the report covers the fleet, whatever the Account and User variables say.",
 			"account")).
-		add(hoursTable("GPU-hours by user",
-			"GPU-hours allocated and measured per user over the time range, and their ratio.",
-			"account", "user")).
-		add(hoursTable("GPU-hours by job",
-			"GPU-hours allocated and measured per job over the time range, and their ratio: the jobs that hold more than they use.",
-			"account", "user", "job_id")).
+		add(reportTable("GPU-hours by user",
+			"gpuwatch's utilization report by user over the time range: GPU-hours allocated, measured and idle, efficiency, memory headroom, against the previous period; every user.",
+			"user")).
+		add(reportTable("GPU-hours by job",
+			"gpuwatch's utilization report by job over the time range (Slurm job id, or namespace/pod): the jobs that hold more than they use, and those left idle; every job.",
+			"job")).
 		add(labelTable(panel{title: "Idle allocations", unit: unitPercent, w: 24,
 			desc: "Allocations whose GPU averaged under 5% utilization over the time range: the GPU, the job and its owner, and the mean. Click a row to open the GPU.",
 			targets: []target{instant(`avg_over_time(

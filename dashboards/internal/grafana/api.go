@@ -76,6 +76,36 @@ func (a *API) get(ctx context.Context, path string, q url.Values, out any) error
 	return json.Unmarshal(env.Data, out)
 }
 
+// GetJSON asks GET path?q (gpuwatch's own API, which answers plain JSON, or
+// {"error": …} with a status other than 200) and decodes the answer into out:
+// what the gpuwatch data source asks the server for a panel's query.
+func (a *API) GetJSON(ctx context.Context, path string, q url.Values, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if a.Authorization != "" {
+		req.Header.Set("Authorization", a.Authorization)
+	}
+	c := a.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %.300s", path, resp.Status, body)
+	}
+	return json.Unmarshal(body, out)
+}
+
 func unix(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64) }
 
 // LabelValues asks /api/v1/label/<label>/values, restricted to the series

@@ -51,6 +51,38 @@ type Target struct {
 	Instant bool
 	Format  string
 	Hide    bool
+	// Datasource is the query's own data source, else its panel's; a
+	// dashboard that names it by a string (old JSON) has only its UID.
+	Datasource DataSourceRef
+	// Raw is the query as the dashboard holds it, for data sources other
+	// than Prometheus.
+	Raw json.RawMessage
+}
+
+// DataSourceRef names a data source by plugin type and uid.
+type DataSourceRef struct {
+	Type, UID string
+}
+
+// PromQL says whether the query is a Prometheus data source's: one of type
+// prometheus, or of no type (the dashboard's default, old string references).
+func (t Target) PromQL() bool { return t.Datasource.Type == "" || t.Datasource.Type == "prometheus" }
+
+// parseRef reads a data source reference: an object with type and uid, or a
+// string (old dashboards: a name or a variable).
+func parseRef(raw json.RawMessage) DataSourceRef {
+	var o struct {
+		Type string `json:"type"`
+		UID  string `json:"uid"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		return DataSourceRef{Type: o.Type, UID: o.UID}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return DataSourceRef{UID: s}
+	}
+	return DataSourceRef{}
 }
 
 // Variable is a template variable.
@@ -78,6 +110,7 @@ type rawPanel struct {
 	Type        string            `json:"type"`
 	Title       string            `json:"title"`
 	Description string            `json:"description"`
+	Datasource  json.RawMessage   `json:"datasource"`
 	Targets     []json.RawMessage `json:"targets"`
 	Panels      []rawPanel        `json:"panels"`
 	Links       []struct {
@@ -150,18 +183,23 @@ func Parse(data []byte) (*Dashboard, error) {
 			}
 			for i, rt := range p.Targets {
 				var t struct {
-					RefID        string `json:"refId"`
-					Expr         string `json:"expr"`
-					LegendFormat string `json:"legendFormat"`
-					Instant      bool   `json:"instant"`
-					Format       string `json:"format"`
-					Hide         bool   `json:"hide"`
+					RefID        string          `json:"refId"`
+					Expr         string          `json:"expr"`
+					LegendFormat string          `json:"legendFormat"`
+					Instant      bool            `json:"instant"`
+					Format       string          `json:"format"`
+					Hide         bool            `json:"hide"`
+					Datasource   json.RawMessage `json:"datasource"`
 				}
 				if err := json.Unmarshal(rt, &t); err != nil {
 					return fmt.Errorf("panel %q target %d: %w", p.Title, i, err)
 				}
+				ref := parseRef(t.Datasource)
+				if ref == (DataSourceRef{}) {
+					ref = parseRef(p.Datasource)
+				}
 				pp.Targets = append(pp.Targets, Target{RefID: t.RefID, Expr: t.Expr, Legend: t.LegendFormat,
-					Instant: t.Instant, Format: t.Format, Hide: t.Hide})
+					Instant: t.Instant, Format: t.Format, Hide: t.Hide, Datasource: ref, Raw: rt})
 			}
 			d.Panels = append(d.Panels, pp)
 		}
