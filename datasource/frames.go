@@ -123,8 +123,8 @@ func reportFrame(r *report.Report) *data.Frame {
 	return f
 }
 
-// jobFrames are one job's GPUs, a row each, and the job's summary row with
-// its verdict (also the GPU table's notice).
+// jobFrames are one job's GPUs, a row each (a straggler's lag among them), and
+// the job's summary row with its verdict (also the GPU table's notice).
 func jobFrames(j *jobstats.Result) data.Frames {
 	g := j.GPUs
 	n := len(g)
@@ -141,6 +141,17 @@ func jobFrames(j *jobstats.Result) data.Frames {
 			parts = append(parts, c.Condition)
 		}
 		return strings.Join(parts, ", ")
+	}
+	// straggler is the GPU's worst lag against its peers, with the throttle
+	// reasons seen, when jobstats named it a straggler; "" otherwise.
+	lagging := map[string]string{}
+	for _, s := range j.Stragglers {
+		w := s.Worst()
+		text := fmt.Sprintf("%s %.0f%% behind", w.Signal, 100*w.Lag)
+		if len(s.ThrottleReasons) > 0 {
+			text += " (" + strings.Join(s.ThrottleReasons, ", ") + ")"
+		}
+		lagging[s.Node+"/"+s.UUID] = text
 	}
 	gpus := table("job "+j.Job+" GPUs",
 		column("Node", "", n, func(i int) string { return g[i].Node }),
@@ -160,6 +171,7 @@ func jobFrames(j *jobstats.Result) data.Frames {
 		column("Did nothing", "", n, func(i int) bool { return g[i].DidNothing }),
 		column("Xids", "", n, xids),
 		column("Conditions", "", n, conds),
+		column("Straggler", "", n, func(i int) string { return lagging[g[i].Node+"/"+g[i].UUID] }),
 	)
 	notice(gpus, data.NoticeSeverityInfo, j.Verdict)
 	summary := table("job "+j.Job,

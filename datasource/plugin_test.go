@@ -479,7 +479,20 @@ func TestStragglersQuery(t *testing.T) {
 		"gap": `{"queryType":"stragglers","minGap":"150%"}`,
 		// A pod's job id travels as one path segment (namespace%2Fpod).
 		"pod": `{"queryType":"jobstats","jobId":"ml/healthy"}`,
+		// train-a's GPU 3 is thermally throttled (stragglerstest.Fleet).
+		"job": `{"queryType":"jobstats","jobId":"train-a"}`,
 	})
+	ja := frames(t, rs["job"], 2)[0]
+	uuids, lag := column(t, ja, "UUID", data.FieldTypeString, ""), column(t, ja, "Straggler", data.FieldTypeString, "")
+	for i := 0; i < ja.Rows(); i++ {
+		u, l := uuids.At(i).(string), lag.At(i).(string)
+		if want := u == "GPU-a3"; want != (l != "") || want && !strings.Contains(l, "% behind (hw_thermal_slowdown)") {
+			t.Errorf("train-a %s: straggler %q; want GPU-a3 alone, behind with hw_thermal_slowdown", u, l)
+		}
+	}
+	if h := strs(column(t, frames(t, rs["pod"], 2)[0], "Straggler", data.FieldTypeString, "")); strings.Join(h, "") != "" {
+		t.Errorf("ml/healthy: stragglers %q, want none", h)
+	}
 	pod := frames(t, rs["pod"], 2)
 	if n := pod[0].Rows(); n != 8 {
 		t.Errorf("pod ml/healthy: %d GPUs, want 8", n)
