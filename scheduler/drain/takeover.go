@@ -7,7 +7,6 @@ package drain
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -55,9 +54,10 @@ type TakeoverResult struct {
 
 // Takeover makes the controller's state, possibly stale (a previous term as
 // the one acting) or empty (a new replica), agree with the drains gpuwatch set
-// in the scheduler before the controller acts, and then observes reports, the
-// latest health report of each node the caller holds. Call it before Run, and
-// never while Run runs.
+// in the scheduler before the controller acts, then observes the latest
+// health report of each node, the newest of those it kept as a standby and
+// reports (the caller's, which may be nil), and stops being a standby.
+// Call it before Run, and never while Run runs.
 //
 //   - A drain the scheduler carries that the state lacks is adopted: the node
 //     becomes drained in the state with the scheduler's reason, owned by
@@ -75,7 +75,7 @@ type TakeoverResult struct {
 // Each adoption, release and re-issued evacuation is one audit record of event
 // takeover. An actuator that is not a Lister keeps the saved state as the
 // truth (audited). An error listing the drains is returned with nothing
-// changed: the caller retries before it acts.
+// changed (a standby stays one): the caller retries before it acts.
 func (c *Controller) Takeover(ctx context.Context, reports []healthreport.Report) (TakeoverResult, error) {
 	var res TakeoverResult
 	lister, ok := c.act.(Lister)
@@ -90,26 +90,37 @@ func (c *Controller) Takeover(ctx context.Context, reports []healthreport.Report
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	now := c.tick()
 	if !ok {
 		c.record(AuditRecord{Event: "takeover", Outcome: OutcomeRecorded,
-			Note: "took over; the actuator cannot list its drains in the scheduler: the saved state is kept as the truth"})
+			Note: "taking over; the actuator cannot list its drains in the scheduler: the saved state is kept as the truth"})
 	} else {
 		res = c.reconcileLocked(owned, now)
 	}
-	c.saveLocked()
-	c.mu.Unlock()
-
+	// The reports a standby kept, and the caller's where newer; observed in
+	// one go under the lock, so that no report that comes meanwhile is
+	// overtaken by an older one.
+	latest := c.kept
 	for _, r := range reports {
-		if r.Node == "" || CheckNodeName(r.Node) != nil || !r.State.Valid() {
+		if k, ok := latest[r.Node]; !ok || !r.Time.Before(k.Time) {
+			latest[r.Node] = r
+		}
+	}
+	c.standby, c.kept = false, map[string]healthreport.Report{}
+	nodes := make([]string, 0, len(latest))
+	for node := range latest {
+		nodes = append(nodes, node)
+	}
+	slices.Sort(nodes)
+	for _, node := range nodes {
+		r := latest[node]
+		if node == "" || CheckNodeName(node) != nil || !r.State.Valid() {
 			continue
 		}
-		c.Observe(r)
+		c.observeLocked(r)
 		res.Replayed++
 	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, node := range res.Adopted {
 		if c.reissueEvacuation(node) {
 			res.Evacuations = append(res.Evacuations, node)
@@ -121,7 +132,7 @@ func (c *Controller) Takeover(ctx context.Context, reports []healthreport.Report
 	err := c.saveLocked()
 	c.signal()
 	if err != nil {
-		return res, errors.Join(errors.New("takeover"), err)
+		return res, fmt.Errorf("takeover: %w", err)
 	}
 	return res, nil
 }

@@ -2,6 +2,7 @@ package drain
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -55,8 +56,9 @@ func TestTakeoverAdoptsReleasesAndEvacuatesOnce(t *testing.T) {
 		}
 		return nil
 	}
-	open := func() *Controller {
-		c, err := New(Options{Dir: t.TempDir(), Policy: evacuatingPolicy(), Actuator: sched, Clock: clk.now, Monotonic: clk.monotonic, Workloads: work})
+	open := func(dir string, standby bool) *Controller {
+		c, err := New(Options{Dir: dir, Policy: evacuatingPolicy(), Actuator: sched, Clock: clk.now, Monotonic: clk.monotonic,
+			Workloads: work, Standby: standby})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,14 +66,18 @@ func TestTakeoverAdoptsReleasesAndEvacuatesOnce(t *testing.T) {
 		return c
 	}
 	ctx := context.Background()
-	a, b := open(), open()
+	dirB := t.TempDir()
 
 	// B's earlier term: it drained n2, then lost the lead; A resumed n2.
+	b := open(dirB, false)
 	b.Observe(report("n2", clk.now(), xid79("n2", 0)))
 	b.Process(ctx)
+	b.Close()
 	if err := fake.Resume(ctx, "n2"); err != nil {
 		t.Fatal(err)
 	}
+	// B restarts as the standby; A leads.
+	a, b := open(t.TempDir(), false), open(dirB, true)
 	fake.adminDrain("n3", "rack 7 maintenance")
 
 	// A drains n1; the evacuation is refused.
@@ -83,10 +89,23 @@ func TestTakeoverAdoptsReleasesAndEvacuatesOnce(t *testing.T) {
 	if s, _ := a.Node("n1"); s.State != telemetry.StateDrained || s.Pending == nil || s.Pending.Action != "evacuate" || s.Pending.LastError == "" {
 		t.Fatalf("A: n1 = %+v, want drained with its evacuation retrying", s)
 	}
+	// The standby B got the same reports and did nothing with them.
+	b.Observe(bad)
+	b.Observe(report("n2", clk.now()))
+	if err := b.ManualResume("n1", "", "alice"); !errors.Is(err, ErrStandby) {
+		t.Errorf("ManualResume on the standby: %v, want ErrStandby", err)
+	}
+	if n := b.Process(ctx); n != 0 || !b.Standby() {
+		t.Errorf("the standby processed %d actions", n)
+	}
+	if s, _ := b.Node("n1"); s.State != telemetry.StateHealthy && s.Node != "" {
+		t.Errorf("the standby tracked n1: %+v", s)
+	}
 	a.Close() // A is gone mid-drain
 
 	clk.add(10 * time.Second)
-	res, err := b.Takeover(ctx, []healthreport.Report{report("n1", clk.now(), xid79("n1", 3)), report("n2", clk.now())})
+	// The caller's report of n1 is newer than the one B kept.
+	res, err := b.Takeover(ctx, []healthreport.Report{report("n1", clk.now(), xid79("n1", 3))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +155,9 @@ func TestTakeoverAdoptsReleasesAndEvacuatesOnce(t *testing.T) {
 		t.Errorf("takeover records %q, want %q", got, want)
 	}
 
+	if b.Standby() {
+		t.Error("B is still a standby after Takeover")
+	}
 	// A healthy report afterwards sends n1 to probation: the adopted drain is
 	// B's own from now on.
 	clk.add(time.Minute)
