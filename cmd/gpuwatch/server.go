@@ -93,6 +93,8 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&df.dryRun, "drain.dry-run", false, "decide and audit, never act")
 	fs.StringVar(&df.kubeconfig, "kubeconfig", "", "with --actuator kubernetes: kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&df.scontrol, "slurm.scontrol", "", "with --actuator slurm: the scontrol binary (default: from PATH)")
+	var ef electFlags
+	ef.register(fs)
 	fs.DurationVar(&df.verify, "drain.verify-interval", 0, "how often a node gpuwatch holds drained is checked to still be drained while its fault persists (default 5m)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	var sec securityFlags
@@ -153,6 +155,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Drain, err = df.drainOptions(set, stdout); err != nil {
 		return err
 	}
+	if o.Elector, err = ef.elector(set, df.kubeconfig, o.StoreURL, o.Logger); err != nil {
+		return err
+	}
 	if o.StoreURL != "" && o.StateDir == "" && (o.FairShare != nil || o.Drain != nil) {
 		return fmt.Errorf("%w: with --store.url, the control plane's state needs --state-dir", errUsage)
 	}
@@ -201,7 +206,13 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer srv.Close(context.Background())
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
-	go func() { srv.Run(runCtx); close(runDone) }()
+	lost := make(chan error, 1)
+	go func() {
+		if err := srv.Run(runCtx); err != nil {
+			lost <- err
+		}
+		close(runDone)
+	}()
 	defer func() { stopRun(); <-runDone }()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -227,6 +238,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	select {
 	case <-ctx.Done():
 	case first = <-errc:
+	case first = <-lost:
+		// The leader lost its lease: stop serving and exit non-zero, so
+		// that nothing acts on a lead it no longer holds; the pod restarts
+		// as a follower.
 	}
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()

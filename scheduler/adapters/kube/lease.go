@@ -75,9 +75,8 @@ func NewElector(client kubernetes.Interface, o ElectorOptions) (*Elector, error)
 	if o.RetryPeriod == 0 {
 		o.RetryPeriod = DefaultRetryPeriod
 	}
-	if o.LeaseDuration%time.Second != 0 || o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod >= o.RenewDeadline || o.RetryPeriod <= 0 {
-		return nil, fmt.Errorf("leader election: lease %s, renew deadline %s, retry %s: want whole seconds of lease (the Lease stores seconds) > renew deadline > retry > 0",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	if err := CheckTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
+		return nil, err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -107,6 +106,17 @@ func NewElector(client kubernetes.Interface, o ElectorOptions) (*Elector, error)
 	}
 	e.le = le
 	return e, nil
+}
+
+// CheckTimings says whether an Elector's timings work: a lease of whole
+// seconds (the Lease stores seconds) longer than the renew deadline, itself
+// longer than the retry period.
+func CheckTimings(lease, renewDeadline, retry time.Duration) error {
+	if lease <= 0 || lease%time.Second != 0 || renewDeadline >= lease || retry >= renewDeadline || retry <= 0 {
+		return fmt.Errorf("leader election: lease %s, renew deadline %s, retry %s: want a lease of whole seconds (the Lease stores seconds) > renew deadline > retry > 0",
+			lease, renewDeadline, retry)
+	}
+	return nil
 }
 
 func (e *Elector) started(ctx context.Context) {
