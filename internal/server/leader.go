@@ -49,6 +49,19 @@ func (s *Server) Leader() LeaderStatus {
 	return st
 }
 
+// roleLine is the UI footer's word on this replica: the leader, or a
+// follower naming the leader that takes drains and resumes.
+func (s *Server) roleLine() string {
+	st := s.Leader()
+	switch {
+	case st.Acting:
+		return "leader " + st.Identity
+	case st.Leader == "" || st.Leader == st.Identity:
+		return "follower " + st.Identity + " (election or takeover under way): drain and resume on the leader"
+	}
+	return "follower " + st.Identity + " of leader " + st.Leader + ": drain and resume there"
+}
+
 // acting reports whether this server acts on the scheduler: it is the only
 // one, or the leader that has taken over.
 func (s *Server) acting() bool { return s.opts.Elector == nil || s.leading.Load() }

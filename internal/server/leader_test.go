@@ -108,6 +108,9 @@ func TestFollowerNeverActsThenTakesOver(t *testing.T) {
 			t.Errorf("POST %s on the follower: %d %s; want 503 naming the leader server-0", p, resp.StatusCode, b)
 		}
 	}
+	if page := getText(t, ts.URL+"/"); !strings.Contains(page, "follower server-1 of leader server-0") {
+		t.Errorf("the index page does not say follower of server-0:\n%.2000s", page)
+	}
 	if v := metricValue(t, ts.URL, "gpuwatch_server_leader"); v != "0" {
 		t.Errorf("gpuwatch_server_leader on the follower = %s", v)
 	}
@@ -129,6 +132,9 @@ func TestFollowerNeverActsThenTakesOver(t *testing.T) {
 	}
 	if got := lockedString(&out, &mu); !strings.Contains(got, "reboot gpu-07") {
 		t.Fatalf("the leader did not act on the report the follower kept: %q", got)
+	}
+	if page := getText(t, ts.URL+"/"); !strings.Contains(page, "leader server-1") {
+		t.Errorf("the index page does not say leader:\n%.2000s", page)
 	}
 	if v := metricValue(t, ts.URL, "gpuwatch_server_leader"); v != "1" {
 		t.Errorf("gpuwatch_server_leader on the leader = %s", v)
@@ -206,4 +212,15 @@ func metricValue(t *testing.T, base, name string) string {
 		}
 	}
 	return "absent"
+}
+
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
