@@ -7,6 +7,28 @@ import (
 	"testing"
 )
 
+// TestPlacementK8sLiveFlags: the live topology needs a cluster, excludes the
+// file sources, and its other flags need it.
+func TestPlacementK8sLiveFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no cluster", []string{"--placement.k8s-live", "--kubeconfig", "/nonexistent"}, "cluster configuration"},
+		{"and a file", []string{"--placement.k8s-live", "--placement.site-yaml", "site.yaml"}, "give one"},
+		{"selector alone", []string{"--placement.k8s-selector", "a=b"}, "need --placement.k8s-live"},
+		{"no placement", []string{"--placement=false", "--placement.k8s-live"}, "--placement.* need --placement"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := gw(t, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--actuator", "none"}, tc.args...)...)
+			if code == 0 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want an error naming %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
 // TestLeaderElectFlags: --leader-elect needs a shared store and a Lease named
 // NAMESPACE/NAME, its timings must fit client-go's rules, and its other flags
 // need it; each mistake is a usage error (exit 2) that names what to give.

@@ -18,9 +18,11 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/kube"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
 
@@ -84,6 +86,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&site.SiteYAML, "placement.site-yaml", "", "place nodes in the fabric from this site YAML (nodes with leaf, spine, core, nvlink_domain)")
 	fs.StringVar(&site.SlurmTopology, "placement.slurm-topology", "", "place nodes in the fabric from this Slurm topology.conf")
 	fs.StringVar(&site.KubeNodes, "placement.k8s-nodes", "", "place nodes in the fabric from their Kubernetes labels (topograph scheme), given as `kubectl get nodes -o json` output")
+	k8sLive := fs.Bool("placement.k8s-live", false, "place nodes in the fabric from their live Kubernetes labels (topograph scheme, what `gpuwatch topology labels` writes), read from the API (--kubeconfig or in-cluster) every --placement.k8s-interval; needs list nodes")
+	k8sSelector := fs.String("placement.k8s-selector", "", "with --placement.k8s-live: only the nodes this label selector matches (nvidia.com/gpu.present=true)")
+	k8sInterval := fs.Duration("placement.k8s-interval", time.Minute, "with --placement.k8s-live: how often the labels are read again")
 	otlp := fs.String("otlp.endpoint", "", "OTLP/HTTP endpoint (http://collector:4318) for a trace span per placement decision (default: no tracing)")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
@@ -91,7 +96,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&df.budget, "drain.budget", "10%", "safety budget: most nodes automation may drain within --drain.window, a share of the known nodes (10%) or a count (3); overrides the policy's")
 	fs.DurationVar(&df.window, "drain.window", time.Hour, "the budget's sliding window; overrides the policy's")
 	fs.BoolVar(&df.dryRun, "drain.dry-run", false, "decide and audit, never act")
-	fs.StringVar(&df.kubeconfig, "kubeconfig", "", "with --actuator kubernetes: kubeconfig file (default: in-cluster configuration)")
+	fs.StringVar(&df.kubeconfig, "kubeconfig", "", "with --actuator kubernetes, --leader-elect or --placement.k8s-live: kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&df.scontrol, "slurm.scontrol", "", "with --actuator slurm: the scontrol binary (default: from PATH)")
 	var ef electFlags
 	ef.register(fs)
@@ -166,6 +171,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *placementSlurm {
 			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
 		}
+		if *k8sLive && !site.Empty() {
+			return fmt.Errorf("%w: --placement.k8s-live reads the topology from the API; the other --placement topology sources are files: give one", errUsage)
+		}
 		if !site.Empty() {
 			tree, _, err := site.load(stderr)
 			if err != nil {
@@ -177,7 +185,23 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			o.Placement.Locations = h.Nodes()
 		}
-	} else if set["placement.interval"] || set["placement.slurm"] {
+		if *k8sLive {
+			if *k8sInterval <= 0 {
+				return fmt.Errorf("%w: --placement.k8s-interval %s: must be positive", errUsage, *k8sInterval)
+			}
+			cs, err := kubeClient(df.kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--placement.k8s-live: %w", err)
+			}
+			sel := *k8sSelector
+			o.Placement.LiveLocations = func(ctx context.Context) ([]telemetry.NodeLocation, error) {
+				return kube.NodeLocations(ctx, cs, sel)
+			}
+			o.Placement.LiveInterval = *k8sInterval
+		} else if set["placement.k8s-selector"] || set["placement.k8s-interval"] {
+			return fmt.Errorf("%w: --placement.k8s-selector and --placement.k8s-interval need --placement.k8s-live", errUsage)
+		}
+	} else if set["placement.interval"] || set["placement.slurm"] || set["placement.k8s-live"] {
 		return fmt.Errorf("%w: --placement.* need --placement", errUsage)
 	}
 	ro.Files, ro.Alertmanagers = ruleFiles, alertmanagers

@@ -126,6 +126,13 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.drain.Run(ctx) }()
 	}
+	if s.liveTopo != nil {
+		// The first read before the first snapshot, so that it places nodes
+		// by the live topology from the start when the API answers.
+		s.liveTopo.refresh(ctx)
+		wg.Add(1)
+		go func() { defer wg.Done(); s.liveTopo.run(ctx) }()
+	}
 	if s.placement != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.placement.Run(ctx) }()

@@ -128,6 +128,7 @@ type Server struct {
 	fairshareHooks []func(*fairshare.Standing)
 	drain          *drain.Controller // nil unless Options.Drain
 	placement      *service.Service  // nil unless Options.Placement
+	liveTopo       *liveTopology     // nil unless PlacementOptions.LiveLocations
 	rules          *ruleEngine       // nil unless Options.Rules and the embedded store
 	ui             uiState           // the web UI's sessions and latest health reports (ui.go)
 	leading        atomic.Bool       // with Options.Elector: this replica leads and has taken over (leader.go)

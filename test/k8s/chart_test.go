@@ -521,6 +521,32 @@ func TestChartHighAvailability(t *testing.T) {
 	}
 }
 
+// TestChartLiveTopology: server.topology.fromNodeLabels makes the server read
+// the nodes' live topology labels, and only then does one replica's
+// ClusterRole grant list nodes.
+func TestChartLiveTopology(t *testing.T) {
+	listsNodes := func(objs []renderedObject) bool {
+		cr := find[*rbacv1.ClusterRole](t, objs, "rbac.authorization.k8s.io/v1/ClusterRole", "gpuwatch-server")
+		return slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.Resources, "nodes") && slices.Contains(r.Verbs, "list")
+		})
+	}
+	if listsNodes(renderChart(t, nil)) {
+		t.Error("the default values grant list nodes")
+	}
+	objs := renderChart(t, map[string]any{"server": map[string]any{"topology": map[string]any{"fromNodeLabels": true, "nodeSelector": "nvidia.com/gpu.present=true"}}})
+	sts := find[*appsv1.StatefulSet](t, objs, "apps/v1/StatefulSet", "gpuwatch-server")
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--placement.k8s-live", "--placement.k8s-interval=1m", "--placement.k8s-selector=nvidia.com/gpu.present=true"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("server args %q lack %q", args, want)
+		}
+	}
+	if !listsNodes(objs) {
+		t.Error("fromNodeLabels without list nodes in the ClusterRole")
+	}
+}
+
 // renderErr is renderChart's rendering alone, for values that must fail.
 func renderErr(values map[string]any) error {
 	ch, err := loader.Load(chartDir)
