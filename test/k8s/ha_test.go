@@ -301,6 +301,16 @@ func TestLeaderKilledMidDrain(t *testing.T) {
 		t.Errorf("after the takeover: %d gpuwatch taints, annotations %v", taints, n.Annotations)
 	}
 
+	// The new leader changed nothing on the Node: its only changing calls
+	// were evictions.
+	b.api.mu.Lock()
+	for _, w := range b.api.writes {
+		if !strings.HasSuffix(w, "/eviction") {
+			t.Errorf("the new leader changed more than pods before the resume: %s", w)
+		}
+	}
+	b.api.mu.Unlock()
+
 	// Nothing orphaned: a resume through the new leader removes all of it.
 	if err := b.gw.post("/api/gpuwatch/v1/resume", drain.ManualRequest{Node: node, Reason: "GPU 3 replaced", User: "oncall"}, nil); err != nil {
 		t.Fatalf("resume through the new leader: %v", err)
