@@ -39,7 +39,8 @@
 //     release what it holds and the scheduler does not, each audited as event
 //     takeover), then replays the latest reports, then acts.
 //   - Node state moves only along telemetry.State.CanTransition (each step audited as
-//     a transition).
+//     a transition), except where Takeover sets it to what the scheduler shows
+//     (audited as takeover, with from and to).
 //   - Every window (hysteresis, probation, back-off, verification, budget) measures
 //     elapsed time: a step of the wall clock, noticed against the monotonic clock
 //     (Options.Monotonic), moves every timer with it (audited as event clock).
