@@ -3,8 +3,10 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -90,11 +92,7 @@ func (f *drainFlags) drainOptions(set map[string]bool, stdout io.Writer) (*serve
 		}
 		o.Actuator = slurm.Actuator{Scontrol: sc}
 	case "kubernetes":
-		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("--actuator kubernetes: no cluster configuration (in-cluster, or --kubeconfig): %w", err)
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := kubeClient(f.kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("--actuator kubernetes: %w", err)
 		}
@@ -103,4 +101,69 @@ func (f *drainFlags) drainOptions(set map[string]bool, stdout io.Writer) (*serve
 		return nil, fmt.Errorf("%w: --actuator %q: want slurm, kubernetes, log or none", errUsage, f.actuator)
 	}
 	return o, nil
+}
+
+// kubeClient is a client of the cluster in kubeconfig, or of the one the
+// process runs in when kubeconfig is "".
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("no cluster configuration (in-cluster, or --kubeconfig): %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// electFlags are the server's leader-election flags.
+type electFlags struct {
+	on                          bool
+	lease, identity             string
+	duration, deadline, retries time.Duration
+}
+
+func (f *electFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.on, "leader-elect", false, "run as one of several replicas: elect a leader through a Kubernetes Lease (--kubeconfig or in-cluster); only the leader drains, resumes and sets Slurm site factors, followers serve reads and take health reports (needs --store.url, shared by the replicas)")
+	fs.StringVar(&f.lease, "leader-elect.lease", "", "with --leader-elect: the coordination.k8s.io Lease, NAMESPACE/NAME")
+	fs.StringVar(&f.identity, "leader-elect.identity", "", "with --leader-elect: this replica's name in the Lease (default: the host name, a pod's name)")
+	fs.DurationVar(&f.duration, "leader-elect.lease-duration", kube.DefaultLeaseDuration, "with --leader-elect: how long a leader's lease lasts unrenewed (whole seconds): a killed leader is replaced after at most this plus --leader-elect.retry-period")
+	fs.DurationVar(&f.deadline, "leader-elect.renew-deadline", kube.DefaultRenewDeadline, "with --leader-elect: a leader that cannot renew within this stops acting and exits (shorter than the lease duration)")
+	fs.DurationVar(&f.retries, "leader-elect.retry-period", kube.DefaultRetryPeriod, "with --leader-elect: how often replicas try to take or renew the lease")
+}
+
+// elector builds the Elector of the flags: nil without --leader-elect.
+func (f *electFlags) elector(set map[string]bool, kubeconfig, storeURL string, log *slog.Logger) (server.Elector, error) {
+	if !f.on {
+		for _, n := range []string{"leader-elect.lease", "leader-elect.identity", "leader-elect.lease-duration", "leader-elect.renew-deadline", "leader-elect.retry-period"} {
+			if set[n] {
+				return nil, fmt.Errorf("%w: --%s needs --leader-elect", errUsage, n)
+			}
+		}
+		return nil, nil
+	}
+	if storeURL == "" {
+		return nil, fmt.Errorf("%w: --leader-elect needs --store.url: replicas share one store (an embedded store per replica would hold only the samples sent to it)", errUsage)
+	}
+	ns, name, ok := strings.Cut(f.lease, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("%w: --leader-elect.lease %q: want NAMESPACE/NAME of the Lease", errUsage, f.lease)
+	}
+	id := f.identity
+	if id == "" {
+		var err error
+		if id, err = os.Hostname(); err != nil || id == "" {
+			return nil, fmt.Errorf("%w: --leader-elect: no host name for an identity (%v): give --leader-elect.identity", errUsage, err)
+		}
+	}
+	if err := kube.CheckTimings(f.duration, f.deadline, f.retries); err != nil {
+		return nil, fmt.Errorf("%w: --leader-elect.*: %v", errUsage, err)
+	}
+	cs, err := kubeClient(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--leader-elect: %w", err)
+	}
+	e, err := kube.NewElector(cs, kube.ElectorOptions{Namespace: ns, Name: name, Identity: id,
+		LeaseDuration: f.duration, RenewDeadline: f.deadline, RetryPeriod: f.retries, Logger: log.With("component", "leader-election")})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return e, nil
 }

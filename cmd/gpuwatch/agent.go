@@ -143,7 +143,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&f.o.Timestamps, "metrics.timestamps", false, "expose each sample's collection time on /metrics (Prometheus then stops marking vanished series stale)")
 	// Remote write (collector/shipper).
 	fs.StringVar(&f.o.RemoteWriteURL, "remote-write", "", "remote-write 1.0 endpoint to ship every sample to: the gpuwatch server's, VictoriaMetrics's or Prometheus's http://HOST:PORT/api/v1/write")
-	fs.StringVar(&f.o.ServerURL, "server", "", "gpuwatch server (http://HOST:9402) that gets this node's health report the moment it changes, for drain decisions")
+	fs.StringVar(&f.o.ServerURL, "server", "", "gpuwatch server (http://HOST:9402) that gets this node's health report the moment it changes, for drain decisions; several replicas (an elected leader and its followers) separated by commas, each pushed to independently")
 	fs.DurationVar(&f.o.RemoteWriteUnchanged, "remote-write.unchanged-interval", 0, "with --remote-write: the longest a series whose value has not changed goes unshipped; a change ships at once (0: --collect.interval; negative: ship every sample, health-critical fields every --collect.health-interval)")
 	fs.StringVar(&f.o.QueueDir, "queue.dir", "", "with --remote-write: directory of the on-disk queue that holds samples while the store is unreachable and across restarts (\"\": memory only)")
 	fs.Int64Var(&f.o.QueueMaxBytes, "queue.max-bytes", 256<<20, "with --remote-write: bound of the queue in bytes; past it the oldest samples are dropped and counted")

@@ -18,12 +18,14 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/kube"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
 	"github.com/gpuwatch/gpuwatch/scheduler/plugins/straggler"
 	"github.com/gpuwatch/gpuwatch/scheduler/snapshot"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/ingest"
 )
 
@@ -89,6 +91,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&site.SiteYAML, "placement.site-yaml", "", "place nodes in the fabric from this site YAML (nodes with leaf, spine, core, nvlink_domain)")
 	fs.StringVar(&site.SlurmTopology, "placement.slurm-topology", "", "place nodes in the fabric from this Slurm topology.conf")
 	fs.StringVar(&site.KubeNodes, "placement.k8s-nodes", "", "place nodes in the fabric from their Kubernetes labels (topograph scheme), given as `kubectl get nodes -o json` output")
+	k8sLive := fs.Bool("placement.k8s-live", false, "place nodes in the fabric from their live Kubernetes labels (topograph scheme, what `gpuwatch topology labels` writes), read from the API (--kubeconfig or in-cluster) every --placement.k8s-interval; needs list nodes")
+	k8sSelector := fs.String("placement.k8s-selector", "", "with --placement.k8s-live: only the nodes this label selector matches (nvidia.com/gpu.present=true)")
+	k8sInterval := fs.Duration("placement.k8s-interval", time.Minute, "with --placement.k8s-live: how often the labels are read again")
 	otlp := fs.String("otlp.endpoint", "", "OTLP/HTTP endpoint (http://collector:4318) for a trace span per placement decision (default: no tracing)")
 	var df drainFlags
 	fs.StringVar(&df.actuator, "actuator", "log", "drain controller's actuator: slurm (scontrol from PATH, SLURM_CONF honoured), kubernetes (cordon, taint, condition), log (print what it would do) or none (no controller)")
@@ -96,8 +101,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&df.budget, "drain.budget", "10%", "safety budget: most nodes automation may drain within --drain.window, a share of the known nodes (10%) or a count (3); overrides the policy's")
 	fs.DurationVar(&df.window, "drain.window", time.Hour, "the budget's sliding window; overrides the policy's")
 	fs.BoolVar(&df.dryRun, "drain.dry-run", false, "decide and audit, never act")
-	fs.StringVar(&df.kubeconfig, "kubeconfig", "", "with --actuator kubernetes: kubeconfig file (default: in-cluster configuration)")
+	fs.StringVar(&df.kubeconfig, "kubeconfig", "", "with --actuator kubernetes, --leader-elect or --placement.k8s-live: kubeconfig file (default: in-cluster configuration)")
 	fs.StringVar(&df.scontrol, "slurm.scontrol", "", "with --actuator slurm: the scontrol binary (default: from PATH)")
+	var ef electFlags
+	ef.register(fs)
 	fs.DurationVar(&df.verify, "drain.verify-interval", 0, "how often a node gpuwatch holds drained is checked to still be drained while its fault persists (default 5m)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	var sec securityFlags
@@ -158,6 +165,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Drain, err = df.drainOptions(set, stdout); err != nil {
 		return err
 	}
+	if o.Elector, err = ef.elector(set, df.kubeconfig, o.StoreURL, o.Logger); err != nil {
+		return err
+	}
 	if o.StoreURL != "" && o.StateDir == "" && (o.FairShare != nil || o.Drain != nil) {
 		return fmt.Errorf("%w: with --store.url, the control plane's state needs --state-dir", errUsage)
 	}
@@ -172,6 +182,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *placementSlurm {
 			o.Placement.Slurm = &slurm.Scontrol{Path: df.scontrol}
 		}
+		if *k8sLive && !site.Empty() {
+			return fmt.Errorf("%w: --placement.k8s-live reads the topology from the API; the other --placement topology sources are files: give one", errUsage)
+		}
 		if !site.Empty() {
 			tree, _, err := site.load(stderr)
 			if err != nil {
@@ -183,7 +196,23 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			o.Placement.Locations = h.Nodes()
 		}
-	} else if set["placement.interval"] || set["placement.slurm"] || set["placement.straggler-weight"] || set["placement.straggler-window"] {
+		if *k8sLive {
+			if *k8sInterval <= 0 {
+				return fmt.Errorf("%w: --placement.k8s-interval %s: must be positive", errUsage, *k8sInterval)
+			}
+			cs, err := kubeClient(df.kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--placement.k8s-live: %w", err)
+			}
+			sel := *k8sSelector
+			o.Placement.LiveLocations = func(ctx context.Context) ([]telemetry.NodeLocation, error) {
+				return kube.NodeLocations(ctx, cs, sel)
+			}
+			o.Placement.LiveInterval = *k8sInterval
+		} else if set["placement.k8s-selector"] || set["placement.k8s-interval"] {
+			return fmt.Errorf("%w: --placement.k8s-selector and --placement.k8s-interval need --placement.k8s-live", errUsage)
+		}
+	} else if set["placement.interval"] || set["placement.slurm"] || set["placement.straggler-weight"] || set["placement.straggler-window"] || set["placement.k8s-live"] {
 		return fmt.Errorf("%w: --placement.* need --placement", errUsage)
 	}
 	ro.Files, ro.Alertmanagers = ruleFiles, alertmanagers
@@ -212,7 +241,13 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer srv.Close(context.Background())
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
-	go func() { srv.Run(runCtx); close(runDone) }()
+	lost := make(chan error, 1)
+	go func() {
+		if err := srv.Run(runCtx); err != nil {
+			lost <- err
+		}
+		close(runDone)
+	}()
 	defer func() { stopRun(); <-runDone }()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -238,6 +273,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	select {
 	case <-ctx.Done():
 	case first = <-errc:
+	case first = <-lost:
+		// The leader lost its lease: stop serving and exit non-zero, so
+		// that nothing acts on a lead it no longer holds; the pod restarts
+		// as a follower.
 	}
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,11 @@ type Options struct {
 
 	// ServerURL, when set, is the gpuwatch server that gets this node's health
 	// report the moment its verdict changes (collector/healthpush), and as a
-	// heartbeat otherwise: the drain controller's fast path.
+	// heartbeat otherwise: the drain controller's fast path. Several servers
+	// (the replicas of an elected leader, whose follower must hold every
+	// node's latest report to take over) are given separated by commas: each
+	// gets every report from a pusher of its own, so that one unreachable
+	// replica never delays the others.
 	ServerURL string
 	// Transport, when set, carries the remote write and the health push: it
 	// adds the bearer token and trusts the server's TLS CA (nil: Go's
@@ -138,8 +143,9 @@ type Agent struct {
 	Health    *health.Engine
 	// Shipper sends the samples to RemoteWriteURL; nil without one.
 	Shipper *shipper.Shipper
-	// Pusher sends health reports to ServerURL; nil without one.
-	Pusher *healthpush.Pusher
+	// Pushers send health reports to ServerURL's servers, one each; none
+	// without one.
+	Pushers []*healthpush.Pusher
 
 	nvml     *nvmlsrc.Source
 	xid      *xid.Source
@@ -336,14 +342,15 @@ func New(opts Options) (*Agent, error) {
 		}
 		sources = append(sources, a.Shipper)
 	}
-	if opts.ServerURL != "" {
-		a.Pusher, err = healthpush.New(healthpush.Options{Server: opts.ServerURL, Version: opts.Version, Logger: log, Client: client(opts.Transport)})
+	for _, u := range ServerURLs(opts.ServerURL) {
+		p, err := healthpush.New(healthpush.Options{Server: u, Version: opts.Version, Logger: log, Client: client(opts.Transport)})
 		if err != nil {
 			if a.Shipper != nil {
 				a.Shipper.Close()
 			}
 			return nil, err
 		}
+		a.Pushers = append(a.Pushers, p)
 	}
 
 	var attributor collector.Attributor
@@ -356,8 +363,11 @@ func New(opts Options) (*Agent, error) {
 		Sources: sources, Derivers: []collector.Deriver{eng}, Inventory: a.Inventory,
 		Interval: opts.Interval, HealthInterval: opts.HealthInterval, Timeout: opts.Timeout,
 		OnPublish: func(s *collector.Snapshot) {
-			if a.Pusher != nil {
-				a.Pusher.Offer(eng.Report()) // first: a changed verdict leaves at once
+			if len(a.Pushers) > 0 {
+				r := eng.Report()
+				for _, p := range a.Pushers {
+					p.Offer(r) // first: a changed verdict leaves at once
+				}
 			}
 			// Publishing renders nothing: a scrape renders the snapshot it reads,
 			// and the shipper reads only the series it has not sent.
@@ -411,8 +421,8 @@ func (a *Agent) Start(ctx context.Context) (wait func()) {
 	if a.Shipper != nil {
 		bg("shipper", a.Shipper.Run)
 	}
-	if a.Pusher != nil {
-		bg("health-push", a.Pusher.Run)
+	for _, p := range a.Pushers {
+		bg("health-push", p.Run)
 	}
 	return wg.Wait
 }
@@ -500,4 +510,16 @@ func (a *Agent) Topology() *telemetry.NodeTopology {
 		return nil
 	}
 	return a.topology.Topology()
+}
+
+// ServerURLs splits Options.ServerURL's comma-separated list of servers,
+// blanks trimmed and empty entries dropped.
+func ServerURLs(list string) []string {
+	var out []string
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }

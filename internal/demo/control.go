@@ -445,7 +445,7 @@ const waitFor = 3 * time.Second
 func (cp *controlPrinter) sync(ctx context.Context, fa *fleetAgents, now time.Time) ([]ctlLine, []string, error) {
 	deadline := time.Now().Add(waitFor)
 	for _, na := range fa.up() {
-		if na.a.Pusher == nil {
+		if len(na.a.Pushers) == 0 {
 			continue
 		}
 		name := na.node.Name()

@@ -46,6 +46,9 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 		if w := s.opts.SiteFactor; w != nil {
 			log := s.opts.Logger.With("component", "fairshare-slurm")
 			s.fairshareHooks = append(s.fairshareHooks, func(st *fairshare.Standing) {
+				if !s.acting() {
+					return // a follower writes nothing to Slurm: the leader does
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				res, err := w.Apply(ctx, st)
@@ -61,6 +64,9 @@ func (s *Server) control(mux *http.ServeMux, reg prometheus.Registerer) error {
 		return err
 	}
 	if err := s.startPlacement(mux, reg); err != nil {
+		return err
+	}
+	if err := s.leaderRoutes(mux, reg); err != nil {
 		return err
 	}
 	mux.HandleFunc(APIPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
@@ -93,16 +99,39 @@ func (s *Server) onFairShare(st *fairshare.Standing) {
 	}
 }
 
-// Run runs the control plane's background loops until ctx is done.
+// Run runs the control plane's background loops until ctx is done. With an
+// Elector, the drain controller acts only while this replica leads, and Run
+// returns the Elector's error at once when the lead is lost: the caller must
+// exit (the process restarts as a follower).
 func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
+	var lost error
 	if s.fairshare != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.fairshare.Run(ctx) }()
 	}
-	if s.drain != nil {
+	switch {
+	case s.opts.Elector != nil:
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.opts.Elector.Run(ctx, s.lead); err != nil {
+				lost = err
+				cancel()
+			}
+		}()
+	case s.drain != nil:
 		wg.Add(1)
 		go func() { defer wg.Done(); s.drain.Run(ctx) }()
+	}
+	if s.liveTopo != nil {
+		// The first read before the first snapshot, so that it places nodes
+		// by the live topology from the start when the API answers.
+		s.liveTopo.refresh(ctx)
+		wg.Add(1)
+		go func() { defer wg.Done(); s.liveTopo.run(ctx) }()
 	}
 	if s.placement != nil {
 		wg.Add(1)
@@ -123,7 +152,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); s.recordSelf(ctx, s.reg, every) }()
 	}
 	wg.Wait()
-	return nil
+	return lost
 }
 
 // FairShare is the latest fair-share standing and the last read error; nil

@@ -56,7 +56,8 @@ func (s *Server) startDrain(mux *http.ServeMux, reg prometheus.Registerer) error
 	}
 	c, err := drain.New(drain.Options{Dir: dir, Policy: d.Policy, Actuator: d.Actuator, Clock: clock,
 		Logger: s.opts.Logger.With("component", "drain"), Workloads: workloads,
-		PollInterval: d.PollInterval, VerifyInterval: d.VerifyInterval, CallTimeout: d.CallTimeout})
+		PollInterval: d.PollInterval, VerifyInterval: d.VerifyInterval, CallTimeout: d.CallTimeout,
+		Standby: s.opts.Elector != nil})
 	if err != nil {
 		return err
 	}

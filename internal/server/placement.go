@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +38,64 @@ type PlacementOptions struct {
 	// StragglerWindow is how long a GPU named a straggler stays marked for the
 	// straggler scorer (default 30 minutes).
 	StragglerWindow time.Duration
+	// LiveLocations, when set (and Locations not), is read every
+	// LiveInterval (default 1 minute) for the nodes' places, overriding what
+	// the agents report: the Kubernetes nodes' live topology labels
+	// (kube.NodeLocations). A failed read keeps the last good places (logged,
+	// gpuwatch_placement_topology_read_errors_total); before the first good
+	// one the agents' labels are used.
+	LiveLocations func(ctx context.Context) ([]telemetry.NodeLocation, error)
+	LiveInterval  time.Duration
+}
+
+// liveTopology keeps the latest node places LiveLocations read.
+type liveTopology struct {
+	read     func(ctx context.Context) ([]telemetry.NodeLocation, error)
+	interval time.Duration
+	log      *slog.Logger
+	errors   prometheus.Counter
+	lastOK   prometheus.Gauge
+
+	mu   sync.Mutex
+	locs []telemetry.NodeLocation
+}
+
+func (l *liveTopology) get() []telemetry.NodeLocation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.locs
+}
+
+// refresh reads the places once; it reports whether the read succeeded.
+func (l *liveTopology) refresh(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, max(l.interval, 10*time.Second))
+	defer cancel()
+	locs, err := l.read(ctx)
+	if err != nil {
+		l.errors.Inc()
+		l.log.Warn("live topology not read; the last good places stay", "err", err)
+		return false
+	}
+	l.mu.Lock()
+	l.locs = locs
+	l.mu.Unlock()
+	l.lastOK.SetToCurrentTime()
+	return true
+}
+
+// run reads the places every interval until ctx ends (Run read them once
+// before).
+func (l *liveTopology) run(ctx context.Context) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		l.refresh(ctx)
+	}
 }
 
 func (s *Server) startPlacement(mux *http.ServeMux, reg prometheus.Registerer) error {
@@ -52,9 +112,28 @@ func (s *Server) startPlacement(mux *http.ServeMux, reg prometheus.Registerer) e
 		}
 		return s.drain.Exclusions()
 	}
-	if len(p.Locations) > 0 {
+	switch {
+	case len(p.Locations) > 0:
 		locs := p.Locations
 		o.Locations = func() []telemetry.NodeLocation { return locs }
+	case p.LiveLocations != nil:
+		every := p.LiveInterval
+		if every <= 0 {
+			every = time.Minute
+		}
+		l := &liveTopology{read: p.LiveLocations, interval: every, log: s.opts.Logger.With("component", "placement-topology"),
+			errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuwatch_placement_topology_read_errors_total",
+				Help: "Failed reads of the nodes' live topology (Kubernetes node labels) for placement."}),
+			lastOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuwatch_placement_topology_last_read_timestamp_seconds",
+				Help: "When the nodes' live topology was last read for placement (Unix time; 0: never)."})}
+		if err := reg.Register(l.errors); err != nil {
+			return err
+		}
+		if err := reg.Register(l.lastOK); err != nil {
+			return err
+		}
+		s.liveTopo = l
+		o.Locations = l.get
 	}
 	if p.Slurm != nil {
 		sc := *p.Slurm

@@ -16,6 +16,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,6 +107,13 @@ type Options struct {
 	Listen serve.Options
 	// UI configures the web UI at the root URL (ui.go).
 	UI UIOptions
+	// Elector, when set, makes this server one of several replicas of which
+	// the elected leader acts (leader.go): the drain controller starts as a
+	// standby and takes over when this replica leads, the Slurm site factors
+	// are set by the leader only, and a follower answers control requests
+	// 503 naming the leader while it serves reads and takes health reports.
+	// Replicas share an external store (StoreURL).
+	Elector Elector
 }
 
 // Server is one gpuwatch server.
@@ -120,8 +128,10 @@ type Server struct {
 	fairshareHooks []func(*fairshare.Standing)
 	drain          *drain.Controller // nil unless Options.Drain
 	placement      *service.Service  // nil unless Options.Placement
+	liveTopo       *liveTopology     // nil unless PlacementOptions.LiveLocations
 	rules          *ruleEngine       // nil unless Options.Rules and the embedded store
 	ui             uiState           // the web UI's sessions and latest health reports (ui.go)
+	leading        atomic.Bool       // with Options.Elector: this replica leads and has taken over (leader.go)
 }
 
 // New opens the store and builds the HTTP handler.
@@ -217,7 +227,7 @@ func (s *Server) frontDoor(mux http.Handler, reg prometheus.Registerer) http.Han
 	a := s.opts.Auth
 	a.Required, a.Registerer, a.Logger = RequiredRole, reg, s.opts.Logger.With("component", "auth")
 	a.Sessions, a.LoginPath = s.ui.sessions, ui.LoginPath
-	return auth.Middleware(a, s.keepReports(mux))
+	return auth.Middleware(a, s.keepReports(s.followerRefuses(mux)))
 }
 
 // Handler serves the server's HTTP API behind the front door.

@@ -115,6 +115,9 @@ func (s *Server) mountUI(mux *http.ServeMux, store string) error {
 	s.ui.sessions = sess
 	o := ui.Options{Querier: s.querier, Drain: s.drain, Sessions: sess, Now: s.opts.Clock, GrafanaURL: s.opts.UI.GrafanaURL,
 		Store: store, Version: s.opts.Version, Logger: s.opts.Logger.With("component", "ui"), Report: s.ui.reports.get}
+	if s.opts.Elector != nil {
+		o.Role = s.roleLine
+	}
 	if s.placement != nil {
 		e := s.placement.Engine()
 		o.Snapshot = func() *snapshot.Snapshot { return e.Snapshot() }

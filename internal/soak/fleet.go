@@ -239,9 +239,11 @@ func (fr *fleetRun) shipped() map[string]shipped {
 // pushes counts the health pushes the agents' pushers made and failed.
 func (fr *fleetRun) pushes() (sent, failed uint64) {
 	for _, na := range fr.nodes {
-		st := na.a.Pusher.Stats()
-		sent += st.Sent
-		failed += st.Errors
+		for _, p := range na.a.Pushers {
+			st := p.Stats()
+			sent += st.Sent
+			failed += st.Errors
+		}
 	}
 	return sent, failed
 }

@@ -81,7 +81,10 @@ type Options struct {
 	// (its gpuwatch-node and gpuwatch-gpu dashboards).
 	GrafanaURL string
 	// Store describes the store for the footer ("embedded Prometheus TSDB in …").
-	Store   string
+	Store string
+	// Role, when set, says for the footer which part this server plays among
+	// replicas ("leader gpuwatch-server-0", "follower of …"); "" says nothing.
+	Role    func() string
 	Version string
 	Logger  *slog.Logger
 }
@@ -169,6 +172,7 @@ type page struct {
 	CSRFKey string
 	Now     time.Time
 	Store   string
+	Role    string
 	Version string
 	Flash   string
 	Error   string
@@ -179,6 +183,9 @@ func (u *UI) page(r *http.Request, title, nav string, data any) *page {
 	id := auth.FromContext(r.Context())
 	p := &page{Title: title, Nav: nav, User: id, Login: u.opts.Sessions.Enabled(), CSRFKey: auth.CSRFField,
 		Now: u.opts.Now(), Store: u.opts.Store, Version: u.opts.Version, Data: data}
+	if u.opts.Role != nil {
+		p.Role = u.opts.Role()
+	}
 	if id != nil {
 		p.CanAct, p.CanAdm = id.Role >= auth.RoleOperate, id.Role >= auth.RoleAdmin
 	}

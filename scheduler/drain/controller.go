@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/atomicfile"
 	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 )
 
 // Options configure a Controller.
@@ -48,6 +49,12 @@ type Options struct {
 	FlushInterval time.Duration
 	// CallTimeout bounds one actuator call (default 60 s).
 	CallTimeout time.Duration
+	// Standby starts the controller as a standby (the follower of two gpuwatch
+	// servers): Observe keeps each node's latest report and decides nothing,
+	// manual requests fail with ErrStandby, and Process acts on nothing, until
+	// Takeover reconciles the state with the scheduler and makes it the one
+	// acting.
+	Standby bool
 	// VerifyInterval is how often the worker checks (Actuator.State) that a node
 	// gpuwatch holds drained while a drain-rule condition persists is still
 	// drained, and re-asserts the drain if it is not: a reboot that resumed the
@@ -84,7 +91,15 @@ type Controller struct {
 	// The last reading of both clocks, to notice steps (c.mu).
 	lastWall time.Time
 	lastMono time.Duration
+	// standby: Options.Standby until Takeover; kept is each node's latest
+	// report observed meanwhile (c.mu).
+	standby bool
+	kept    map[string]healthreport.Report
 }
+
+// ErrStandby is what a manual request to a standby controller fails with: the
+// controller that acts (the leader) takes it.
+var ErrStandby = errors.New("this drain controller is a standby: the leader acts")
 
 // ClockStepMin is the smallest difference between the wall clock's and the
 // monotonic clock's progress that the controller takes for a step of the wall
@@ -253,7 +268,7 @@ func New(opts Options) (*Controller, error) {
 		wake:    make(chan struct{}, 1),
 		nodes:   map[string]*nodeTrack{},
 		actions: map[[2]string]float64{}, fallbacks: map[[2]string]float64{},
-		nextID: 1,
+		nextID: 1, standby: opts.Standby, kept: map[string]healthreport.Report{},
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuwatch_drain_decision_latency_seconds",
 			Help:    "Time from the health report that decided a drain to the actuator accepting it.",
@@ -374,6 +389,14 @@ func (c *Controller) shiftLocked(d time.Duration, why string) {
 	c.log.Warn("drain: clock step; timers moved with it", "step", d, "why", why)
 	c.record(AuditRecord{Event: "clock", Outcome: OutcomeRecorded,
 		Note: why + ": hysteresis, probation, back-off, verification and budget timers moved with it, so they measure elapsed time"})
+}
+
+// Standby reports whether the controller is a standby (Options.Standby, until
+// Takeover).
+func (c *Controller) Standby() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.standby
 }
 
 // Policy returns the policy in force.

@@ -33,8 +33,14 @@
 //     worker checks every Options.VerifyInterval that the drain is still in place
 //     and re-asserts it (as a cordon, no new budget) if a reboot or someone outside
 //     gpuwatch resumed the node; ManualResume is the way to override.
+//   - A standby controller (Options.Standby: the follower of replicas that elect a
+//     leader) decides and actuates nothing; Takeover first reconciles its state
+//     with the drains the scheduler carries (Lister: adopt what the state lacks,
+//     release what it holds and the scheduler does not, each audited as event
+//     takeover), then replays the latest reports, then acts.
 //   - Node state moves only along telemetry.State.CanTransition (each step audited as
-//     a transition).
+//     a transition), except where Takeover sets it to what the scheduler shows
+//     (audited as takeover, with from and to).
 //   - Every window (hysteresis, probation, back-off, verification, budget) measures
 //     elapsed time: a step of the wall clock, noticed against the monotonic clock
 //     (Options.Monotonic), moves every timer with it (audited as event clock).

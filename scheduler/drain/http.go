@@ -2,6 +2,7 @@ package drain
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,6 +49,8 @@ type ManualRequest struct {
 //	POST {prefix}/drain          ManualRequest → 202 NodeStatus
 //	POST {prefix}/resume         ManualRequest → 202 NodeStatus
 //	POST {prefix}/budget/reset   ManualRequest → BudgetStatus
+//
+// A standby controller answers the manual requests 503 (ErrStandby).
 func (c *Controller) Register(mux *http.ServeMux, prefix string) {
 	prefix = strings.TrimRight(prefix, "/")
 	mux.HandleFunc("POST "+prefix+"/health", c.handleHealth)
@@ -167,7 +170,11 @@ func (c *Controller) manual(do func(ManualRequest) (any, int, error)) http.Handl
 		}
 		m.User = actor(r, m.User)
 		v, code, err := do(m)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrStandby):
+			httpjson.Error(w, http.StatusServiceUnavailable, err.Error())
+			return
+		case err != nil:
 			httpjson.Error(w, http.StatusBadRequest, err.Error())
 			return
 		}

@@ -32,6 +32,9 @@ func (c *Controller) ManualDrain(node, reason, user string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.standby {
+		return fmt.Errorf("manual drain of %s: %w", node, ErrStandby)
+	}
 	now := c.tick()
 	t := c.track0(node)
 	t.Incident = &incident{Mode: ModeCordon, Reason: reason, Decided: now, Manual: true, User: user, GPUCount: t.GPUCount}
@@ -61,6 +64,9 @@ func (c *Controller) ManualResume(node, reason, user string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.standby {
+		return fmt.Errorf("manual resume of %s: %w", node, ErrStandby)
+	}
 	c.tick()
 	t := c.track0(node)
 	if t.Acked == nil {
@@ -99,6 +105,9 @@ func (c *Controller) ResetBudget(user string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.standby {
+		return fmt.Errorf("budget reset: %w", ErrStandby)
+	}
 	was := c.budgetStatusLocked(c.tick())
 	c.budget = budgetState{}
 	for _, t := range c.nodes {

@@ -62,6 +62,9 @@ func statePath(from, to telemetry.State) []telemetry.State {
 // a decision it only updates counters in memory; a decision or a state change is
 // audited and saved before Observe returns. Actuations happen later, in Run.
 //
+// A standby controller (Options.Standby) only keeps each node's latest report
+// for Takeover.
+//
 // A report whose node name fails CheckNodeName is dropped (and logged): no
 // actuator could act on that node, and a name such as "gpu[01-04]" or "ALL"
 // would reach more than one node if one tried.
@@ -75,6 +78,17 @@ func (c *Controller) Observe(r healthreport.Report) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.standby {
+		if k, ok := c.kept[r.Node]; !ok || !r.Time.Before(k.Time) {
+			c.kept[r.Node] = r
+		}
+		return
+	}
+	c.observeLocked(r)
+}
+
+// observeLocked is Observe of a checked report (c.mu held).
+func (c *Controller) observeLocked(r healthreport.Report) {
 	now := c.tick()
 	t, ok := c.nodes[r.Node]
 	if !ok {

@@ -56,7 +56,10 @@ type AuditRecord struct {
 	// stepped and the controller's timers moved with it) or recovery (what a
 	// restart after a crash found: a torn last line, records written after the
 	// last save; From and To then say what the log last said of the node and
-	// the state it was restored to).
+	// the state it was restored to) or takeover (a controller that became the
+	// one acting reconciled its state with the scheduler's drains: Action adopt,
+	// release or evacuate, From and To the node's state before and after;
+	// Controller.Takeover).
 	Event string `json:"event"`
 	// Action is cordon, drain, requeue, reboot, evacuate, resume, exclude-gpu,
 	// include-gpu, probation or budget-reset.

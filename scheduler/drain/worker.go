@@ -56,10 +56,15 @@ func (c *Controller) Run(ctx context.Context) error {
 // Process performs every actuation that is due now and returns how many attempts it
 // made. An action that an accepted one leads to (evacuate after drain) runs in the
 // same pass. Run calls it; tests call it to step the worker.
+//
+// A standby controller (Options.Standby, until Takeover) acts on nothing.
 func (c *Controller) Process(ctx context.Context) int {
 	type due struct {
 		node string
 		a    action
+	}
+	if c.Standby() {
+		return 0
 	}
 	c.verify(ctx)
 	c.sweep()

@@ -309,7 +309,7 @@ func TestChartRendersAndInstalls(t *testing.T) {
 // extender's configuration uses HTTPS with a client certificate and the token
 // file names kube-scheduler's certificate.
 func TestChartRendersWithTLS(t *testing.T) {
-	objs := renderChart(t, map[string]any{"server": map[string]any{"tls": map[string]any{"secretName": "gpuwatch-tls"}, "replicas": 2}})
+	objs := renderChart(t, map[string]any{"server": map[string]any{"tls": map[string]any{"secretName": "gpuwatch-tls"}, "replicas": 2, "storeURL": "http://vm:8428"}})
 	tokens := find[*corev1.Secret](t, objs, "v1/Secret", "gpuwatch-tokens")
 	if !strings.Contains(tokens.StringData["tokens.yaml"], "client_cert_cn: kube-scheduler") {
 		t.Errorf("token file without kube-scheduler's certificate:\n%s", tokens.StringData["tokens.yaml"])
@@ -333,12 +333,17 @@ var serverRBAC struct {
 	rules []rbacv1.PolicyRule // every rule granted
 }
 
-// installServerRBAC installs the chart's server RBAC (default values) on the
+// haValues are the chart's values for two server replicas electing a
+// leader: its RBAC is the default's and the leader election's (a Role on
+// Leases, listing nodes to take over), which the tests exercise all of.
+var haValues = map[string]any{"server": map[string]any{"replicas": 2, "storeURL": "http://victoria-metrics:8428"}}
+
+// installServerRBAC installs the chart's server RBAC (haValues) on the
 // control plane.
 func installServerRBAC(t *testing.T) {
 	t.Helper()
 	serverRBAC.once.Do(func() {
-		objs := renderChart(t, nil)
+		objs := renderChart(t, haValues)
 		ctx := context.Background()
 		c := cp.client
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}, metav1.CreateOptions{}); err != nil {
@@ -464,4 +469,94 @@ func compareRBAC() []string {
 	}
 	sort.Strings(diff)
 	return diff
+}
+
+// TestChartHighAvailability: two replicas without a shared store fail to
+// render, saying why; with one, the servers elect a leader through a Lease
+// named after the release (identity: the pod's name, from the downward API),
+// use the store instead of an embedded one, the agents push health reports to
+// every replica's stable address, and the server gets a Role on Leases. One
+// replica elects nothing and has no Role.
+func TestChartHighAvailability(t *testing.T) {
+	if err := renderErr(map[string]any{"server": map[string]any{"replicas": 2}}); err == nil || !strings.Contains(err.Error(), "server.storeURL") {
+		t.Errorf("replicas 2 without a store: %v, want a failure naming server.storeURL", err)
+	}
+	objs := renderChart(t, haValues)
+	sts := find[*appsv1.StatefulSet](t, objs, "apps/v1/StatefulSet", "gpuwatch-server")
+	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--leader-elect ", "--leader-elect.lease=gpuwatch/gpuwatch-server ", "--leader-elect.identity=$(POD_NAME)",
+		"--store.url=http://victoria-metrics:8428", "--state-dir=/data", "--leader-elect.lease-duration=8s"} {
+		if !strings.Contains(args+" ", want) {
+			t.Errorf("server args %q lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "--data-dir") || strings.Contains(args, "--retention") {
+		t.Errorf("server args %q keep the embedded store's flags", args)
+	}
+	env := sts.Spec.Template.Spec.Containers[0].Env
+	if len(env) != 1 || env[0].Name != "POD_NAME" || env[0].ValueFrom == nil || env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("server env %+v, want POD_NAME from metadata.name", env)
+	}
+	if *sts.Spec.Replicas != 2 {
+		t.Errorf("replicas %d", *sts.Spec.Replicas)
+	}
+	ds := find[*appsv1.DaemonSet](t, objs, "apps/v1/DaemonSet", "gpuwatch-agent")
+	want := "--server=http://gpuwatch-server-0.gpuwatch-server-headless.gpuwatch.svc:9402,http://gpuwatch-server-1.gpuwatch-server-headless.gpuwatch.svc:9402"
+	if agentArgs := ds.Spec.Template.Spec.Containers[0].Args; !slices.Contains(agentArgs, want) {
+		t.Errorf("agent args %q lack %q", agentArgs, want)
+	}
+	role := find[*rbacv1.Role](t, objs, "rbac.authorization.k8s.io/v1/Role", "gpuwatch-server-leader")
+	if len(role.Rules) != 1 || role.Rules[0].Resources[0] != "leases" || role.Namespace != releaseNamespace {
+		t.Errorf("leader Role %+v", role)
+	}
+	find[*rbacv1.RoleBinding](t, objs, "rbac.authorization.k8s.io/v1/RoleBinding", "gpuwatch-server-leader")
+
+	for _, o := range renderChart(t, nil) {
+		if o.kind == "rbac.authorization.k8s.io/v1/Role" {
+			t.Errorf("one replica renders Role %s", o.name)
+		}
+		if sts, ok := o.obj.(*appsv1.StatefulSet); ok && strings.Contains(strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "), "--leader-elect") {
+			t.Error("one replica elects a leader")
+		}
+	}
+}
+
+// TestChartLiveTopology: server.topology.fromNodeLabels makes the server read
+// the nodes' live topology labels, and only then does one replica's
+// ClusterRole grant list nodes.
+func TestChartLiveTopology(t *testing.T) {
+	listsNodes := func(objs []renderedObject) bool {
+		cr := find[*rbacv1.ClusterRole](t, objs, "rbac.authorization.k8s.io/v1/ClusterRole", "gpuwatch-server")
+		return slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.Resources, "nodes") && slices.Contains(r.Verbs, "list")
+		})
+	}
+	if listsNodes(renderChart(t, nil)) {
+		t.Error("the default values grant list nodes")
+	}
+	objs := renderChart(t, map[string]any{"server": map[string]any{"topology": map[string]any{"fromNodeLabels": true, "nodeSelector": "nvidia.com/gpu.present=true"}}})
+	sts := find[*appsv1.StatefulSet](t, objs, "apps/v1/StatefulSet", "gpuwatch-server")
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--placement.k8s-live", "--placement.k8s-interval=1m", "--placement.k8s-selector=nvidia.com/gpu.present=true"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("server args %q lack %q", args, want)
+		}
+	}
+	if !listsNodes(objs) {
+		t.Error("fromNodeLabels without list nodes in the ClusterRole")
+	}
+}
+
+// renderErr is renderChart's rendering alone, for values that must fail.
+func renderErr(values map[string]any) error {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return err
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return err
+	}
+	_, err = engine.Render(ch, vals)
+	return err
 }

@@ -51,6 +51,14 @@ func startFleet(t *testing.T, prefix string, nodes int) *fleet {
 // with authentication and TLS).
 func startFleetTo(t *testing.T, prefix string, nodes int, base string, transport http.RoundTripper) *fleet {
 	t.Helper()
+	return startFleetShipping(t, prefix, nodes, base+"/api/v1/write", base, transport)
+}
+
+// startFleetShipping is startFleet whose agents remote-write to remoteWrite
+// ("": nowhere) and push their health reports to servers (comma-separated,
+// as the agent's --server takes several replicas).
+func startFleetShipping(t *testing.T, prefix string, nodes int, remoteWrite, servers string, transport http.RoundTripper) *fleet {
+	t.Helper()
 	f, err := simhw.NewFleet(simhw.FleetSpec{Nodes: nodes, NodesPerLeaf: 2, Seed: 7, Root: t.TempDir(), Start: time.Now().Truncate(time.Second)})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +78,7 @@ func startFleetTo(t *testing.T, prefix string, nodes int, base string, transport
 			BootID: "boot-1", DCGMDisable: true, KubeletSocket: "-", Now: f.Now,
 			NVLinkDomain: n.NVLinkDomain(), Leaf: n.Leaf(), Spine: n.Spine(), Block: n.Block(),
 			Interval: time.Second, HealthInterval: 500 * time.Millisecond,
-			RemoteWriteURL: base + "/api/v1/write", QueueDir: t.TempDir(), ServerURL: base, Transport: transport, Version: "k8s-e2e",
+			RemoteWriteURL: remoteWrite, QueueDir: t.TempDir(), ServerURL: servers, Transport: transport, Version: "k8s-e2e",
 		})
 		if err != nil {
 			cancel()

@@ -99,17 +99,45 @@ func TestTopologyLabelsOnRealNodes(t *testing.T) {
 	for _, l := range locs {
 		byName[string(l.Node)] = l
 	}
-	g.waitSnapshot("4 nodes placed by their live labels", func(s service.SnapshotSummary) bool {
-		if len(s.NodeList) != 4 {
-			return false
-		}
-		for _, n := range s.NodeList {
-			got, want := n.Location, byName[n.Name]
-			got.Node, want.Node = "", ""
-			if got != want {
+	placedBy := func(byName map[string]telemetry.NodeLocation) func(service.SnapshotSummary) bool {
+		return func(s service.SnapshotSummary) bool {
+			if len(s.NodeList) != 4 {
 				return false
 			}
+			for _, n := range s.NodeList {
+				got, want := n.Location, byName[n.Name]
+				got.Node, want.Node = "", ""
+				if got != want {
+					return false
+				}
+			}
+			return true
 		}
-		return true
-	})
+	}
+	g.waitSnapshot("4 nodes placed by their live labels", placedBy(byName))
+	g.stop()
+
+	// The server reading the labels itself (gpuwatch server
+	// --placement.k8s-live, with the chart's ServiceAccount), every second:
+	// the same places, and a node relabelled onto another leaf moves there.
+	client := serverClient(t)
+	live := startGpuwatch(t, server.Options{Placement: &server.PlacementOptions{Interval: time.Second, LiveInterval: time.Second,
+		LiveLocations: func(ctx context.Context) ([]telemetry.NodeLocation, error) {
+			return kube.NodeLocations(ctx, client, suiteLabel+"=topo")
+		}}})
+	live.waitSnapshot("4 nodes placed by the labels the server read", placedBy(byName))
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{
+		topology.LabelLeaf: "leaf-a", topology.LabelAccelerator: "nvl-a"}}})
+	if _, err := cp.client.CoreV1().Nodes().Patch(ctx, "topo-node-04", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	moved := map[string]telemetry.NodeLocation{}
+	for k, v := range byName {
+		moved[k] = v
+	}
+	moved["topo-node-04"] = telemetry.NodeLocation{Node: "topo-node-04", NVLinkDomain: "nvl-a", Leaf: "leaf-a", Spine: byName["topo-node-04"].Spine}
+	live.waitSnapshot("topo-node-04 moved to leaf-a by its new label", placedBy(moved))
+	if v := live.metric("gpuwatch_placement_topology_last_read_timestamp_seconds"); v < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("gpuwatch_placement_topology_last_read_timestamp_seconds = %v", v)
+	}
 }

@@ -321,3 +321,62 @@ func (a *Actuator) Evacuate(ctx context.Context, node string, work []string) err
 	}
 	return nil
 }
+
+var _ drain.Lister = (*Actuator)(nil)
+
+// listPage is how many nodes one list call reads.
+const listPage = 500
+
+// OwnedDrains lists every node carrying a drain gpuwatch set: its taint or its
+// reason annotation. The Node objects are the truth on Kubernetes: a gpuwatch
+// server that takes over from another reads them before it acts
+// (drain.Controller.Takeover). The reason is the annotation's; a node with the
+// taint and no annotation (edited by hand) reads "gpuwatch: <taint value>", or
+// a manual reason when the value is "manual". Since is when the taint was
+// added. A node only an administrator cordoned is not listed.
+func (a *Actuator) OwnedDrains(ctx context.Context) ([]drain.OwnedDrain, error) {
+	var out []drain.OwnedDrain
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		nodes, err := a.client.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		for i := range nodes.Items {
+			if d, ok := ownedDrain(&nodes.Items[i]); ok {
+				out = append(out, d)
+			}
+		}
+		if nodes.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = nodes.Continue
+	}
+}
+
+// ownedDrain reads gpuwatch's drain off a node.
+func ownedDrain(n *corev1.Node) (drain.OwnedDrain, bool) {
+	d := drain.OwnedDrain{Node: n.Name}
+	var taint *corev1.Taint
+	for i, t := range n.Spec.Taints {
+		if t.Key == TaintKey {
+			taint = &n.Spec.Taints[i]
+		}
+	}
+	reason, annotated := n.Annotations[AnnotationReason]
+	switch {
+	case annotated:
+		d.Reason = reason
+	case taint == nil:
+		return d, false
+	case taint.Value == "manual":
+		d.Reason = "manual drain (gpuwatch's taint without its reason annotation)"
+	default:
+		d.Reason = drain.ReasonPrefix + " " + taint.Value
+	}
+	if taint != nil && taint.TimeAdded != nil {
+		d.Since = taint.TimeAdded.Time
+	}
+	_, d.Reboot = n.Annotations[AnnotationReboot]
+	return d, true
+}

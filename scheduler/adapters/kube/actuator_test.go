@@ -289,3 +289,56 @@ func TestWithController(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// TestOwnedDrains lists what gpuwatch drained (automatic, manual, reboot; a
+// taint whose annotation someone removed) and nothing else: not an
+// administrator's cordon, not a healthy node, not a node gpuwatch resumed.
+func TestOwnedDrains(t *testing.T) {
+	ctx := context.Background()
+	cordoned := gpuNode("admin-cordoned")
+	cordoned.Spec.Unschedulable = true
+	c := fake.NewClientset(gpuNode("auto"), gpuNode("manual"), gpuNode("reboot"), gpuNode("bare-taint"),
+		gpuNode("healthy"), gpuNode("resumed"), cordoned)
+	a := New(c, Options{Clock: clock})
+	for node, r := range map[string]string{"auto": reason, "manual": "PSU swap (bob)", "bare-taint": reason, "resumed": reason} {
+		if err := a.Drain(ctx, node, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Reboot(ctx, "reboot", reason); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Resume(ctx, "resumed"); err != nil {
+		t.Fatal(err)
+	}
+	n := getNode(t, c, "bare-taint")
+	delete(n.Annotations, AnnotationReason)
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.OwnedDrains(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byNode := map[string]drain.OwnedDrain{}
+	for _, d := range got {
+		byNode[d.Node] = d
+	}
+	want := map[string]drain.OwnedDrain{
+		"auto":       {Node: "auto", Reason: reason, Since: now},
+		"manual":     {Node: "manual", Reason: "PSU swap (bob)", Since: now},
+		"reboot":     {Node: "reboot", Reason: reason, Reboot: true, Since: now},
+		"bare-taint": {Node: "bare-taint", Reason: drain.ReasonPrefix + " xid79", Since: now},
+	}
+	if len(byNode) != len(want) {
+		t.Errorf("OwnedDrains listed %d nodes, want %d: %+v", len(byNode), len(want), got)
+	}
+	for node, w := range want {
+		if d := byNode[node]; d.Node != w.Node || d.Reason != w.Reason || d.Reboot != w.Reboot || !d.Since.Equal(w.Since) {
+			t.Errorf("%s: %+v, want %+v", node, d, w)
+		}
+	}
+	if drain.Owned(byNode["manual"].Reason) || !drain.Owned(byNode["bare-taint"].Reason) {
+		t.Errorf("ownership: manual %q, bare taint %q", byNode["manual"].Reason, byNode["bare-taint"].Reason)
+	}
+}

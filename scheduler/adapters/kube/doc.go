@@ -14,6 +14,11 @@
 // Kubernetes has no reboot call: Reboot drains and sets gpuwatch.io/reboot-requested
 // for a node-side agent to act on.
 //
+// OwnedDrains lists the drains gpuwatch set (its taint and annotations on the
+// Node objects, the truth on Kubernetes) for a server that takes over
+// (drain.Lister). Elector elects the one acting server among replicas through
+// a coordination.k8s.io Lease (client-go's leaderelection).
+//
 // NodeLabels and NodeLocations read the fabric from the nodes' live labels in
 // NVIDIA topograph's scheme (what `gpuwatch topology labels` writes), for the
 // placement service's site topology.

@@ -80,6 +80,12 @@ func (a Actuator) State(ctx context.Context, node string) (bool, string, error) 
 	if err != nil {
 		return false, "", actuatorError(err)
 	}
+	held, reason := heldReason(n)
+	return held, reason, nil
+}
+
+// heldReason says whether a node is out of service on purpose, and why.
+func heldReason(n NodeState) (bool, string) {
 	reason := n.Reason
 	if i := strings.Index(reason, " : reboot "); i >= 0 {
 		reason = reason[:i] // " : reboot issued", " : reboot complete" appended by slurmctld
@@ -87,7 +93,31 @@ func (a Actuator) State(ctx context.Context, node string) (bool, string, error) 
 	// DOWN with a reason is out of service on purpose (a completed reboot held
 	// for probation, or an admin's); DOWN without one is a node not responding.
 	held := n.Drained() || n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED") || (n.State == "DOWN" && reason != "")
-	return held, reason, nil
+	return held, reason
+}
+
+var _ drain.Lister = Actuator{}
+
+// OwnedDrains lists the nodes held out of service with a reason gpuwatch's
+// automation wrote (drain.ReasonPrefix), from one `sinfo --json`, for a
+// server that takes over. Slurm keeps no mark of who set a reason, so a
+// person's drain set through gpuwatch (ManualDrain) cannot be told from an
+// administrator's and is not listed: automation leaves both alone.
+func (a Actuator) OwnedDrains(ctx context.Context) ([]drain.OwnedDrain, error) {
+	nodes, err := a.Scontrol.Nodes(ctx)
+	if err != nil {
+		return nil, actuatorError(err)
+	}
+	var out []drain.OwnedDrain
+	for _, n := range nodes {
+		held, reason := heldReason(n.NodeState)
+		if !held || !drain.Owned(reason) {
+			continue
+		}
+		out = append(out, drain.OwnedDrain{Node: n.Name, Reason: reason, Since: n.ReasonTime,
+			Reboot: n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED")})
+	}
+	return out, nil
 }
 
 // Evacuate requeues the node's jobs (policy mode requeue): each job id in work

@@ -49,6 +49,36 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
+Where agents push health reports (--server): the Service with one replica;
+each replica's stable address behind the headless Service with more, so that
+the elected leader's followers hold every node's latest report too.
+*/}}
+{{- define "gpuwatch.healthServers" -}}
+{{- $replicas := int .Values.server.replicas -}}
+{{- if le $replicas 1 -}}
+{{ include "gpuwatch.serverURL" . }}
+{{- else -}}
+{{- $fullname := include "gpuwatch.fullname" . -}}
+{{- $scheme := ternary "https" "http" (not (empty .Values.server.tls.secretName)) -}}
+{{- $urls := list -}}
+{{- range $i := until $replicas -}}
+{{- $urls = append $urls (printf "%s://%s-server-%d.%s-server-headless.%s.svc:%v" $scheme $fullname $i $fullname $.Release.Namespace $.Values.server.port) -}}
+{{- end -}}
+{{ join "," $urls }}
+{{- end -}}
+{{- end -}}
+
+{{/* Replicas elect a leader; they need a store they share. */}}
+{{- define "gpuwatch.leaderElect" -}}
+{{- if gt (int .Values.server.replicas) 1 -}}
+{{- if not .Values.server.storeURL -}}
+{{- fail "server.replicas > 1 needs server.storeURL: the replicas share one VictoriaMetrics or Prometheus (an embedded store per replica would hold only the samples sent to it); see docs/kubernetes.md, \"High availability\"" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
 A secret kept across upgrades: the value given, else the one already in the
 cluster's Secret, else a new random one. Arguments: (list $ secretName key value).
 */}}

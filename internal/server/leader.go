@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/internal/httpjson"
+	"github.com/gpuwatch/gpuwatch/internal/ui"
+)
+
+// Elector elects the one server, of several replicas, that acts on the
+// scheduler (scheduler/adapters/kube.Elector, through a Kubernetes Lease).
+//
+// Run campaigns until ctx ends and calls lead once this replica leads, with a
+// context that ends when it stops leading; it returns nil when ctx ended and
+// an error when this replica led and lost the lead, after lead returned.
+// Leader names the leader last seen ("" before one is), Identity this
+// replica.
+type Elector interface {
+	Run(ctx context.Context, lead func(context.Context)) error
+	Leader() string
+	Identity() string
+}
+
+// LeaderStatus is GET /api/gpuwatch/v1/leader.
+type LeaderStatus struct {
+	// Election: replicas elect a leader (Options.Elector); without, this
+	// server is the only one and acts.
+	Election bool `json:"election"`
+	// Acting: this server acts on the scheduler (drains, resumes, Slurm site
+	// factors) and takes control requests. A leader acts once its drain
+	// controller has taken over.
+	Acting   bool   `json:"acting"`
+	Identity string `json:"identity,omitempty"`
+	Leader   string `json:"leader,omitempty"`
+}
+
+// Leader says who acts.
+func (s *Server) Leader() LeaderStatus {
+	st := LeaderStatus{Acting: s.acting()}
+	if e := s.opts.Elector; e != nil {
+		st.Election, st.Identity, st.Leader = true, e.Identity(), e.Leader()
+	}
+	return st
+}
+
+// roleLine is the UI footer's word on this replica: the leader, or a
+// follower naming the leader that takes drains and resumes.
+func (s *Server) roleLine() string {
+	st := s.Leader()
+	switch {
+	case st.Acting:
+		return "leader " + st.Identity
+	case st.Leader == "" || st.Leader == st.Identity:
+		return "follower " + st.Identity + " (election or takeover under way): drain and resume on the leader"
+	}
+	return "follower " + st.Identity + " of leader " + st.Leader + ": drain and resume there"
+}
+
+// acting reports whether this server acts on the scheduler: it is the only
+// one, or the leader that has taken over.
+func (s *Server) acting() bool { return s.opts.Elector == nil || s.leading.Load() }
+
+// lead is what the leader runs while it leads: the drain controller takes
+// over (retried until it can read the scheduler's drains), then acts until
+// the lead ends.
+func (s *Server) lead(ctx context.Context) {
+	log := s.opts.Logger.With("component", "leader")
+	if s.drain != nil {
+		wait := time.Second
+		for {
+			start := time.Now()
+			res, err := s.drain.Takeover(ctx, nil)
+			if err == nil {
+				log.Info("took over the drain controller", "adopted", len(res.Adopted), "released", len(res.Released),
+					"known", len(res.Known), "replayed", res.Replayed, "evacuations", len(res.Evacuations), "took", time.Since(start))
+				break
+			}
+			log.Warn("takeover failed; retrying before acting", "err", err, "retry_in", wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 30*time.Second)
+		}
+	}
+	s.leading.Store(true)
+	defer s.leading.Store(false)
+	log.Info("acting as the leader", "identity", s.opts.Elector.Identity())
+	if s.drain != nil {
+		s.drain.Run(ctx)
+		return
+	}
+	<-ctx.Done()
+}
+
+// leaderOnly are the requests that change what the acting server holds:
+// drain, resume and budget reset (the drain controller's state), place and
+// release (the placement service's reservations), and the UI's drain and
+// resume forms.
+func leaderOnly(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	switch path.Clean("/" + r.URL.Path) {
+	case APIPrefix + "/drain", APIPrefix + "/resume", APIPrefix + "/budget/reset", APIPrefix + "/place", APIPrefix + "/release",
+		ui.DrainPath, ui.ResumePath:
+		return true
+	}
+	return false
+}
+
+// followerRefuses answers the leader-only requests 503 on a server that does
+// not act, naming the leader, so that no write is taken and then lost: the
+// client sends it to the leader (or again after Retry-After, when a takeover
+// is under way). Everything else, reads and agents' pushes, is served.
+func (s *Server) followerRefuses(next http.Handler) http.Handler {
+	if s.opts.Elector == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !leaderOnly(r) || s.acting() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		st := s.Leader()
+		leader := st.Leader
+		if leader == "" || leader == st.Identity {
+			leader = "none yet (an election or a takeover is under way)"
+		}
+		w.Header().Set("Retry-After", "2")
+		httpjson.Write(w, http.StatusServiceUnavailable, map[string]any{
+			"error":  fmt.Sprintf("%s %s: this server (%s) is a follower and takes no control requests; send it to the leader: %s", r.Method, r.URL.Path, st.Identity, leader),
+			"leader": st.Leader,
+		})
+	})
+}
+
+// leaderRoutes serves GET {APIPrefix}/leader and the gpuwatch_server_leader
+// gauge.
+func (s *Server) leaderRoutes(mux *http.ServeMux, reg prometheus.Registerer) error {
+	mux.HandleFunc("GET "+APIPrefix+"/leader", func(w http.ResponseWriter, _ *http.Request) {
+		httpjson.Write(w, http.StatusOK, s.Leader())
+	})
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gpuwatch_server_leader",
+		Help: "1 while this server acts on the scheduler (the only server, or the elected leader once it has taken over), 0 while it is a follower.",
+	}, func() float64 {
+		if s.acting() {
+			return 1
+		}
+		return 0
+	}))
+}
