@@ -234,6 +234,47 @@ func TestChartRendersAndInstalls(t *testing.T) {
 		}
 	}
 
+	// The data sources' provisioning decodes strictly and provisions a data
+	// source of every type a dashboard's data source variable asks for (the
+	// server as Prometheus, the gpuwatch-datasource plugin for the team
+	// dashboard's report tables), each pointed at the server.
+	dsm := find[*corev1.ConfigMap](t, objs, "v1/ConfigMap", "gpuwatch-datasource")
+	var prov struct {
+		APIVersion  int `json:"apiVersion"`
+		Datasources []struct {
+			Name, UID, Type, Access, URL string
+			Editable                     bool
+			JSONData                     map[string]any `json:"jsonData"`
+			SecureJSONData               map[string]any `json:"secureJsonData"`
+		} `json:"datasources"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(dsm.Data["gpuwatch-datasource.yaml"]), &prov); err != nil {
+		t.Fatalf("data source ConfigMap: %v", err)
+	}
+	provisioned := map[string]bool{}
+	for _, d := range prov.Datasources {
+		provisioned[d.Type] = true
+		if !strings.Contains(d.URL, "gpuwatch-server") || len(d.SecureJSONData) != 1 {
+			t.Errorf("data source %s (%s): url %q, secure data %v; want the server with the read token", d.Name, d.Type, d.URL, d.SecureJSONData)
+		}
+	}
+	for _, f := range dashboards {
+		raw, _ := os.ReadFile(f)
+		var dash struct {
+			Templating struct {
+				List []struct{ Name, Type, Query string } `json:"list"`
+			} `json:"templating"`
+		}
+		if err := yaml.Unmarshal(raw, &dash); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, v := range dash.Templating.List {
+			if v.Type == "datasource" && !provisioned[v.Query] {
+				t.Errorf("%s: variable %s asks for a data source of type %q, which the chart does not provision (%v)", f, v.Name, v.Query, provisioned)
+			}
+		}
+	}
+
 	// The scheduler configuration decodes strictly as kube-scheduler's.
 	sc := find[*corev1.ConfigMap](t, objs, "v1/ConfigMap", "gpuwatch-scheduler-extender")
 	var kcfg kubeschedulerconfigv1.KubeSchedulerConfiguration
