@@ -1,0 +1,370 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/store"
+)
+
+// Resolutions are the intervals the Downsampler stores summaries at, the
+// coarsest first: an hour of five-minute summaries is added up into one.
+var Resolutions = []time.Duration{time.Hour, 5 * time.Minute}
+
+// The series that store summaries (the Downsampler writes them, the report
+// reads them). Each is one sample per allocation and interval, at the
+// interval's end, labelled with the allocation's labels and resolution; the
+// sparse ones are left out where they would be zero (or, for the held
+// timestamps, the interval's first and last step).
+const (
+	// MetricSummaries marks an interval as summarized: its value is the
+	// number of allocations summarized, its labels the resolution and the
+	// parameters the summaries were computed with (sample_interval,
+	// idle_below, idle_for). The report reads summaries only where it finds
+	// one with its own parameters.
+	MetricSummaries = "gpuwatch_report_summaries"
+
+	MetricSummaryAllocated   = "gpuwatch_report_allocated_seconds"
+	MetricSummaryMeasured    = "gpuwatch_report_measured_seconds"
+	MetricSummaryUnmeasured  = "gpuwatch_report_unmeasured_seconds"
+	MetricSummarySMActive    = "gpuwatch_report_sm_active_seconds"
+	MetricSummaryGPUUtil     = "gpuwatch_report_gpu_util_seconds"
+	MetricSummaryGaps        = "gpuwatch_report_gap_seconds"
+	MetricSummaryFirst       = "gpuwatch_report_first_held_timestamp_seconds"
+	MetricSummaryLast        = "gpuwatch_report_last_held_timestamp_seconds"
+	MetricSummaryHead        = "gpuwatch_report_idle_head_seconds"
+	MetricSummaryHeadWall    = "gpuwatch_report_idle_head_wall_seconds"
+	MetricSummaryTail        = "gpuwatch_report_idle_tail_seconds"
+	MetricSummaryTailWall    = "gpuwatch_report_idle_tail_wall_seconds"
+	MetricSummaryInnerIdle   = "gpuwatch_report_idle_inner_seconds"
+	MetricSummaryFBPeakMiB   = "gpuwatch_report_fb_used_peak_mib"
+	MetricSummaryFBTotalMiB  = "gpuwatch_report_fb_total_mib"
+	LabelResolution          = "resolution"
+	LabelSampleInterval = "sample_interval"
+	LabelIdleBelow    = "idle_below"
+	LabelIdleFor      = "idle_for"
+)
+
+// summaryFields are the summary series in the order readSummaries reads them;
+// allocated first (every stored summary has it).
+var summaryFields = []string{MetricSummaryAllocated, MetricSummaryMeasured, MetricSummaryUnmeasured,
+	MetricSummarySMActive, MetricSummaryGPUUtil, MetricSummaryGaps, MetricSummaryFirst, MetricSummaryLast,
+	MetricSummaryHead, MetricSummaryHeadWall, MetricSummaryTail, MetricSummaryTailWall, MetricSummaryInnerIdle,
+	MetricSummaryFBPeakMiB, MetricSummaryFBTotalMiB}
+
+// summaryLabels are the allocation labels a summary keeps.
+var summaryLabels = []string{telemetry.LabelNode, telemetry.LabelGPUUUID, telemetry.LabelModel, telemetry.LabelJobID,
+	telemetry.LabelPod, telemetry.LabelNamespace, telemetry.LabelAccount, telemetry.LabelUser}
+
+// formatDuration writes a duration as PromQL and label values do: 10s, 5m, 1h.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// formatFraction writes a threshold as a label value: 0.05.
+func formatFraction(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// SummaryLabels are the labels of an allocation's summary series: the
+// allocation's own, its GPU's model, and the resolution.
+func SummaryLabels(alloc telemetry.Labels, model string, res time.Duration) telemetry.Labels {
+	kv := make([]string, 0, 2*len(summaryLabels)+2)
+	for _, n := range summaryLabels {
+		v := alloc.Get(n)
+		switch n {
+		case telemetry.LabelGPUUUID:
+			v = label(alloc, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID)
+		case telemetry.LabelNode:
+			v = label(alloc, telemetry.LabelNode, telemetry.DCGMLabelHostname)
+		case telemetry.LabelModel:
+			if v == "" {
+				v = model
+			}
+		}
+		if v != "" {
+			kv = append(kv, n, v)
+		}
+	}
+	return telemetry.NewLabels(append(kv, LabelResolution, formatDuration(res))...)
+}
+
+// AppendSummary appends the samples that store s, the summary of the
+// allocation labelled ls (SummaryLabels) over the interval (end−res, end]
+// cut into steps of step.
+func AppendSummary(dst []telemetry.Sample, ls telemetry.Labels, s *Summary, res, step time.Duration, end time.Time) []telemetry.Sample {
+	add := func(name string, v float64) {
+		dst = append(dst, telemetry.Sample{Name: name, Labels: ls, Value: v, Time: end})
+	}
+	add(MetricSummaryAllocated, s.Allocated)
+	add(MetricSummaryMeasured, s.Measured)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{MetricSummaryUnmeasured, s.Unmeasured}, {MetricSummarySMActive, s.SMActive}, {MetricSummaryGPUUtil, s.GPUUtil},
+		{MetricSummaryGaps, s.Gaps}, {MetricSummaryInnerIdle, s.InnerIdle}, {MetricSummaryFBPeakMiB, s.FBPeakMiB},
+		{MetricSummaryFBTotalMiB, s.FBTotalMiB}} {
+		if f.v != 0 {
+			add(f.name, f.v)
+		}
+	}
+	if first := end.Add(step - res); !s.First.Equal(first) {
+		add(MetricSummaryFirst, float64(s.First.UnixMilli())/1000)
+	}
+	if !s.Last.Equal(end) {
+		add(MetricSummaryLast, float64(s.Last.UnixMilli())/1000)
+	}
+	if s.Head.Wall > 0 {
+		add(MetricSummaryHead, s.Head.Held)
+		add(MetricSummaryHeadWall, s.Head.Wall.Seconds())
+	}
+	// An unbroken run is its own tail; the reader knows it by a head as
+	// long as the held steps.
+	if !s.Unbroken && s.Tail.Wall > 0 {
+		add(MetricSummaryTail, s.Tail.Held)
+		add(MetricSummaryTailWall, s.Tail.Wall.Seconds())
+	}
+	return dst
+}
+
+// SummariesMarker is the sample that marks the interval (end−res, end] as
+// summarized, n allocations, with the parameters the summaries were
+// computed with.
+func SummariesMarker(res, sampleInterval time.Duration, idleBelow float64, idleFor time.Duration, end time.Time, n int) telemetry.Sample {
+	return telemetry.Sample{Name: MetricSummaries, Value: float64(n), Time: end, Labels: telemetry.NewLabels(
+		LabelResolution, formatDuration(res), LabelSampleInterval, formatDuration(sampleInterval),
+		LabelIdleBelow, formatFraction(idleBelow), LabelIdleFor, formatDuration(idleFor))}
+}
+
+// segment is a part of a report's window read one way: stored summaries of
+// resolution res, or raw samples (res 0).
+type segment struct {
+	from, to time.Time
+	res      time.Duration
+}
+
+// plan is how a window is read: its segments in time order, and the units
+// of progress they make.
+type plan struct {
+	segments []segment
+	units    int
+}
+
+// usable says whether summaries of resolution res answer opts exactly: they
+// were computed at the report's step, and an idle run inside one (shorter
+// than res) cannot count unless it was held against the same idle duration.
+func usable(res time.Duration, opts Options) bool {
+	return !opts.RawOnly && opts.Step == opts.SampleInterval && (opts.maxResolution == 0 || res <= opts.maxResolution)
+}
+
+// planWindow finds the intervals of [from, to) that the store holds
+// summaries for, with opts' parameters, and cuts the window into segments:
+// whole hours of hourly summaries, whole five minutes of five-minute ones,
+// raw samples for the rest.
+func planWindow(ctx context.Context, q store.Querier, from, to time.Time, opts Options) (plan, error) {
+	covered := map[time.Duration]map[int64]bool{}
+	for _, res := range Resolutions {
+		if !usable(res, opts) {
+			continue
+		}
+		first, last := alignUp(from, res).Add(res), alignDown(to, res)
+		if first.After(last) {
+			continue
+		}
+		sel := fmt.Sprintf(`%s{%s=%q,%s=%q,%s=%q`, MetricSummaries, LabelResolution, formatDuration(res),
+			LabelSampleInterval, formatDuration(opts.SampleInterval), LabelIdleBelow, formatFraction(opts.IdleBelow))
+		if opts.IdleFor < res {
+			sel += fmt.Sprintf(`,%s=%q`, LabelIdleFor, formatDuration(opts.IdleFor))
+		}
+		expr := "last_over_time(" + sel + "}[" + formatDuration(res-time.Millisecond) + "])"
+		m, err := q.Range(ctx, expr, store.Range{Start: first, End: last, Step: res})
+		if err != nil {
+			return plan{}, fmt.Errorf("reading %s from the store: %w", MetricSummaries, err)
+		}
+		set := map[int64]bool{}
+		for _, ser := range m {
+			for _, pt := range ser.Points {
+				set[alignDown(pt.T.Add(res/2), res).UnixMilli()] = true // rounded: a remote store answers float seconds
+			}
+		}
+		covered[res] = set
+	}
+	var pl plan
+	addSeg := func(sg segment) {
+		if n := len(pl.segments); n > 0 && pl.segments[n-1].res == sg.res && pl.segments[n-1].to.Equal(sg.from) {
+			pl.segments[n-1].to = sg.to
+			return
+		}
+		pl.segments = append(pl.segments, sg)
+	}
+	finest := Resolutions[len(Resolutions)-1]
+	for t := from; t.Before(to); {
+		took := false
+		for _, res := range Resolutions {
+			end := t.Add(res)
+			if covered[res][end.UnixMilli()] && alignDown(t, res).Equal(t) && !end.After(to) {
+				addSeg(segment{t, end, res})
+				t, took = end, true
+				break
+			}
+		}
+		if took {
+			continue
+		}
+		end := alignDown(t, finest).Add(finest)
+		if end.After(to) {
+			end = to
+		}
+		addSeg(segment{t, end, 0})
+		t = end
+	}
+	for _, sg := range pl.segments {
+		if sg.res > 0 {
+			steps := int(sg.to.Sub(sg.from) / sg.res)
+			pl.units += (steps + opts.ChunkSteps - 1) / opts.ChunkSteps
+		} else {
+			pl.units += chunkCount(sg.to.Sub(sg.from), opts)
+		}
+	}
+	return pl, nil
+}
+
+// readSummaries adds the stored summaries of sg to p, chunk by chunk.
+func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, opts Options, progress func()) error {
+	res := sg.res
+	steps := int(sg.to.Sub(sg.from) / res)
+	w := "[" + formatDuration(res-time.Millisecond) + "]"
+	sel := fmt.Sprintf(`{%s=%q}`, LabelResolution, formatDuration(res))
+	for first := 0; first < steps; first += opts.ChunkSteps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(opts.ChunkSteps, steps-first)
+		r := store.Range{Start: sg.from.Add(time.Duration(first+1) * res), Step: res}
+		r.End = r.Start.Add(time.Duration(n-1) * res)
+		ms := make([]store.Matrix, len(summaryFields))
+		errs := make([]error, len(summaryFields))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 4)
+		for i, f := range summaryFields {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				expr := "last_over_time(" + f + sel + w + ")"
+				if ms[i], errs[i] = q.Range(ctx, expr, r); errs[i] != nil {
+					errs[i] = fmt.Errorf("reading %s from the store: %w", f, errs[i])
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		addSummaries(p, ms, r.Start, res, n, opts)
+		progress()
+	}
+	return nil
+}
+
+// addSummaries joins the fields' answers by series and adds each
+// allocation's summaries in time order.
+func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Duration, n int, opts Options) {
+	type rec struct {
+		ls     telemetry.Labels
+		fields [][]store.Point // by field, in time order
+	}
+	recs := map[string]*rec{}
+	var order []string
+	for f, m := range ms {
+		for _, ser := range m {
+			k := ser.Labels.String()
+			r := recs[k]
+			if r == nil {
+				if f != 0 {
+					continue // no allocated seconds: not a summary
+				}
+				r = &rec{ls: ser.Labels, fields: make([][]store.Point, len(summaryFields))}
+				recs[k] = r
+				order = append(order, k)
+			}
+			r.fields[f] = ser.Points
+		}
+	}
+	step := opts.Step
+	index := func(t time.Time) int { return int((t.Sub(start) + res/2) / res) }
+	type item struct {
+		i int
+		s Summary
+	}
+	byAlloc := map[*alloc][]item{}
+	var allocs []*alloc
+	for _, k := range order {
+		r := recs[k]
+		a := p.consumer(r.ls)
+		if a == nil {
+			continue
+		}
+		if a.model == "" {
+			a.model = r.ls.Get(telemetry.LabelModel)
+		}
+		cursor := make([]int, len(summaryFields))
+		value := func(f, i int) float64 {
+			pts := r.fields[f]
+			for cursor[f] < len(pts) && index(pts[cursor[f]].T) < i {
+				cursor[f]++
+			}
+			if c := cursor[f]; c < len(pts) && index(pts[c].T) == i && !math.IsNaN(pts[c].V) {
+				return pts[c].V
+			}
+			return 0
+		}
+		if byAlloc[a] == nil {
+			allocs = append(allocs, a)
+		}
+		for _, pt := range r.fields[0] {
+			i := index(pt.T)
+			if i < 0 || i >= n {
+				continue
+			}
+			end := start.Add(time.Duration(i) * res)
+			s := Summary{First: end.Add(step - res), Last: end, Allocated: pt.V, Measured: value(1, i), Unmeasured: value(2, i),
+				SMActive: value(3, i), GPUUtil: value(4, i), Gaps: value(5, i), InnerIdle: value(12, i),
+				FBPeakMiB: value(13, i), FBTotalMiB: value(14, i)}
+			if v := value(6, i); v > 0 {
+				s.First = time.UnixMilli(int64(math.Round(v * 1000)))
+			}
+			if v := value(7, i); v > 0 {
+				s.Last = time.UnixMilli(int64(math.Round(v * 1000)))
+			}
+			s.Head = IdleRun{Held: value(8, i), Wall: time.Duration(math.Round(value(9, i)*1000)) * time.Millisecond}
+			if s.Head.Wall > 0 && s.Head.Wall == s.Last.Sub(s.First)+step {
+				s.Unbroken, s.Tail = true, s.Head
+			} else {
+				s.Tail = IdleRun{Held: value(10, i), Wall: time.Duration(math.Round(value(11, i)*1000)) * time.Millisecond}
+			}
+			byAlloc[a] = append(byAlloc[a], item{i, s})
+		}
+	}
+	// An allocation whose GPU's model label changed has two series: its
+	// summaries are added in time order all the same.
+	for _, a := range allocs {
+		items := byAlloc[a]
+		sort.SliceStable(items, func(x, y int) bool { return items[x].i < items[y].i })
+		for _, it := range items {
+			a.sum.Add(it.s, step, opts.IdleFor)
+		}
+	}
+}
