@@ -209,6 +209,7 @@ func chunkCount(span time.Duration, opts Options) int {
 // Summary, added up step by step or interval by interval in time order, and
 // at the end what the groups read from it.
 type alloc struct {
+	labels                          telemetry.Labels // the first series' (what the Downsampler stores it under)
 	gpu, node, model                string
 	job, account, user, namespace   string
 	sum                             Summary
@@ -264,7 +265,7 @@ func (p *period) consumer(ls telemetry.Labels) *alloc {
 	key := uuid + "\x00" + job + "\x00" + account + "\x00" + user + "\x00" + ns
 	a := p.allocs[key]
 	if a == nil {
-		a = &alloc{gpu: uuid, node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), job: job,
+		a = &alloc{labels: ls, gpu: uuid, node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), job: job,
 			account: account, user: user, namespace: ns}
 		p.allocs[key] = a
 		p.order = append(p.order, key)
@@ -385,7 +386,19 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 	for i, e := range exprs {
 		wg.Go(func() { ms[i], errs[i] = rangeQ(e) })
 	}
-	wg.Go(func() { totals, errs[len(exprs)] = memTotals(ctx, q, r.End, time.Duration(n)*s, chunkModels) })
+	// The framebuffer's size: a GPU allocated in the chunk without
+	// FB_TOTAL needs its used + free + reserved.
+	need := func(totals map[string]float64) bool {
+		for _, ser := range allocM {
+			if uuid := label(ser.Labels, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID); uuid != "" {
+				if _, ok := totals[uuid]; !ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	wg.Go(func() { totals, errs[len(exprs)] = memTotals(ctx, q, r.End, time.Duration(n)*s, chunkModels, need) })
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -456,8 +469,9 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 }
 
 // memTotals is each GPU's framebuffer size in MiB at the end of a chunk:
-// DCGM_FI_DEV_FB_TOTAL where the store has it, else used + free + reserved.
-func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Duration, models map[string]string) (map[string]float64, error) {
+// DCGM_FI_DEV_FB_TOTAL where the store has it for the GPU, else (need says
+// which GPUs lack it) the last used + free + reserved.
+func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Duration, models map[string]string, need func(map[string]float64) bool) (map[string]float64, error) {
 	w := "[" + promDuration(span) + "]"
 	get := func(fn, metric string) (map[string]float64, error) {
 		v, err := q.Instant(ctx, fn+"("+metric+w+")", at)
@@ -478,18 +492,24 @@ func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Dur
 		return m, nil
 	}
 	totals, err := get("max_over_time", metricFBTotal)
-	if err != nil || len(totals) > 0 {
+	if err != nil || !need(totals) {
 		return totals, err
 	}
-	// No FB_TOTAL (dcgm-exporter's default set has none): the last used +
-	// free + reserved.
+	// A GPU without FB_TOTAL (dcgm-exporter's default set has none): its
+	// last used + free + reserved.
+	sum := map[string]float64{}
 	for _, metric := range []string{metricFBUsed, metricFBFree, metricFBReserved} {
 		part, err := get("last_over_time", metric)
 		if err != nil {
 			return nil, err
 		}
 		for uuid, v := range part {
-			totals[uuid] += v
+			sum[uuid] += v
+		}
+	}
+	for uuid, v := range sum {
+		if _, ok := totals[uuid]; !ok {
+			totals[uuid] = v
 		}
 	}
 	return totals, nil

@@ -184,18 +184,23 @@ func planWindow(ctx context.Context, q store.Querier, from, to time.Time, opts O
 		if first.After(last) {
 			continue
 		}
-		sel := fmt.Sprintf(`%s{%s=%q,%s=%q,%s=%q`, MetricSummaries, LabelResolution, formatDuration(res),
+		sel := fmt.Sprintf(`%s{%s=%q,%s=%q,%s=%q}`, MetricSummaries, LabelResolution, formatDuration(res),
 			LabelSampleInterval, formatDuration(opts.SampleInterval), LabelIdleBelow, formatFraction(opts.IdleBelow))
-		if opts.IdleFor < res {
-			sel += fmt.Sprintf(`,%s=%q`, LabelIdleFor, formatDuration(opts.IdleFor))
-		}
-		expr := "last_over_time(" + sel + "}[" + formatDuration(res-time.Millisecond) + "])"
+		expr := "last_over_time(" + sel + "[" + formatDuration(res-time.Millisecond) + "])"
 		m, err := q.Range(ctx, expr, store.Range{Start: first, End: last, Step: res})
 		if err != nil {
 			return plan{}, fmt.Errorf("reading %s from the store: %w", MetricSummaries, err)
 		}
 		set := map[int64]bool{}
 		for _, ser := range m {
+			// Idle runs inside a summary (shorter than res) were held
+			// against the Downsampler's idle duration: they count the same
+			// for the report's only when it is the same, or when neither
+			// lets a run shorter than res count.
+			idleFor, err := time.ParseDuration(ser.Labels.Get(LabelIdleFor))
+			if err != nil || (idleFor != opts.IdleFor && (idleFor < res || opts.IdleFor < res)) {
+				continue
+			}
 			for _, pt := range ser.Points {
 				set[alignDown(pt.T.Add(res/2), res).UnixMilli()] = true // rounded: a remote store answers float seconds
 			}
@@ -290,7 +295,7 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 	var order []string
 	for f, m := range ms {
 		for _, ser := range m {
-			k := ser.Labels.String()
+			k := withoutName(ser.Labels).String()
 			r := recs[k]
 			if r == nil {
 				if f != 0 {
@@ -367,4 +372,15 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			a.sum.Add(it.s, step, opts.IdleFor)
 		}
 	}
+}
+
+// withoutName is ls less __name__ (stores differ on whether a function's
+// answer keeps it).
+func withoutName(ls telemetry.Labels) telemetry.Labels {
+	for i, l := range ls {
+		if l.Name == "__name__" {
+			return append(append(telemetry.Labels{}, ls[:i]...), ls[i+1:]...)
+		}
+	}
+	return ls
 }

@@ -1,0 +1,235 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/store"
+)
+
+// DownsampleOptions configure a Downsampler.
+type DownsampleOptions struct {
+	// SampleInterval is the agents' full collection interval, the step the
+	// summaries are computed at (default 10 s): a report at another step
+	// reads raw samples.
+	SampleInterval time.Duration
+	// IdleBelow (default 0.05) and IdleFor (default 30 minutes) are the idle
+	// definition the summaries hold: a report with another threshold reads
+	// raw samples, one with another duration reads five-minute summaries
+	// (hourly ones hold the idle runs inside the hour against IdleFor).
+	IdleBelow float64
+	IdleFor   time.Duration
+	// Delay is how long after an interval ends it is summarized (default 2
+	// minutes): samples an agent ships later than that (a replayed queue
+	// after an outage) are not in the summary. docs/reports.md.
+	Delay time.Duration
+	// CatchUp is how far back a starting Downsampler summarizes the intervals
+	// the store holds no summary of (default 6 hours).
+	CatchUp time.Duration
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+func (o *DownsampleOptions) defaults() error {
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = 10 * time.Second
+	}
+	if o.IdleBelow == 0 {
+		o.IdleBelow = 0.05
+	}
+	if o.IdleFor == 0 {
+		o.IdleFor = 30 * time.Minute
+	}
+	if o.Delay == 0 {
+		o.Delay = 2 * time.Minute
+	}
+	if o.CatchUp == 0 {
+		o.CatchUp = 6 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	fine := Resolutions[len(Resolutions)-1]
+	switch {
+	case o.SampleInterval%time.Second != 0 || fine%o.SampleInterval != 0:
+		return fmt.Errorf("downsampling: sample interval %s: want whole seconds that divide %s", o.SampleInterval, fine)
+	case o.IdleBelow < 0 || o.IdleBelow > 1:
+		return fmt.Errorf("downsampling: idle threshold %g: want a fraction between 0 and 1", o.IdleBelow)
+	case o.IdleFor < fine:
+		return fmt.Errorf("downsampling: idle duration %s: want at least %s", o.IdleFor, fine)
+	case o.Delay < 0 || o.CatchUp < 0:
+		return fmt.Errorf("downsampling: delay %s, catch-up %s: want durations of zero or more", o.Delay, o.CatchUp)
+	}
+	return nil
+}
+
+// Downsampler keeps the report's summaries in the store: for every
+// allocation, every five minutes and every hour (Resolutions), the Summary
+// of its steps, written as the gpuwatch_report_* series, and a
+// gpuwatch_report_summaries marker per interval. It reads and writes only
+// through store.Querier and store.Appender, so it works the same on the
+// embedded store and on an external one. One Downsampler writes a store.
+type Downsampler struct {
+	q    store.Querier
+	app  store.Appender
+	opts DownsampleOptions
+	next time.Time // the end of the last interval done (or skipped)
+}
+
+// IntervalStats is what summarizing one interval did.
+type IntervalStats struct {
+	Resolution  time.Duration
+	End         time.Time
+	Allocations int
+	Samples     int
+	Took        time.Duration
+}
+
+// NewDownsampler checks opts and builds a Downsampler over q and app.
+func NewDownsampler(q store.Querier, app store.Appender, opts DownsampleOptions) (*Downsampler, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	return &Downsampler{q: q, app: app, opts: opts}, nil
+}
+
+// Run calls Step every interval until ctx ends; report, when set, hears what
+// each interval cost.
+func (d *Downsampler) Run(ctx context.Context, every time.Duration, report func(IntervalStats, error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		st, err := d.Step(ctx)
+		if report != nil {
+			for _, s := range st {
+				report(s, nil)
+			}
+			if err != nil && ctx.Err() == nil {
+				report(IntervalStats{}, err)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("cannot summarize for reports; the reports read raw samples meanwhile", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Step summarizes every interval that ended at least Delay ago and has no
+// summary yet, oldest first, each five minutes before the hour that ends
+// with it. A failed interval stops the step; the next step tries it again.
+func (d *Downsampler) Step(ctx context.Context) ([]IntervalStats, error) {
+	fine := Resolutions[len(Resolutions)-1]
+	target := alignDown(d.opts.Now().Add(-d.opts.Delay), fine)
+	if d.next.IsZero() {
+		d.next = alignDown(target.Add(-d.opts.CatchUp), time.Hour)
+	}
+	if !target.After(d.next) {
+		return nil, nil
+	}
+	marked := map[time.Duration]map[int64]bool{}
+	for _, res := range Resolutions {
+		m, err := d.marked(ctx, res, d.next, target)
+		if err != nil {
+			return nil, err
+		}
+		marked[res] = m
+	}
+	var out []IntervalStats
+	for end := d.next.Add(fine); !end.After(target); end = end.Add(fine) {
+		for i := len(Resolutions) - 1; i >= 0; i-- {
+			res := Resolutions[i]
+			if !alignDown(end, res).Equal(end) || marked[res][end.UnixMilli()] {
+				continue
+			}
+			st, err := d.Downsample(ctx, res, end)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, st)
+		}
+		d.next = end
+	}
+	return out, nil
+}
+
+// marked is the ends of the intervals of resolution res in (from, to] that
+// the store holds this Downsampler's marker for.
+func (d *Downsampler) marked(ctx context.Context, res time.Duration, from, to time.Time) (map[int64]bool, error) {
+	first := alignUp(from.Add(time.Millisecond), res)
+	set := map[int64]bool{}
+	if first.After(to) {
+		return set, nil
+	}
+	expr := fmt.Sprintf(`last_over_time(%s{%s=%q,%s=%q,%s=%q,%s=%q}[%s])`, MetricSummaries,
+		LabelResolution, formatDuration(res), LabelSampleInterval, formatDuration(d.opts.SampleInterval),
+		LabelIdleBelow, formatFraction(d.opts.IdleBelow), LabelIdleFor, formatDuration(d.opts.IdleFor),
+		formatDuration(res-time.Millisecond))
+	m, err := d.q.Range(ctx, expr, store.Range{Start: first, End: alignDown(to, res), Step: res})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from the store: %w", MetricSummaries, err)
+	}
+	for _, ser := range m {
+		for _, pt := range ser.Points {
+			set[alignDown(pt.T.Add(res/2), res).UnixMilli()] = true
+		}
+	}
+	return set, nil
+}
+
+// Downsample writes the summaries of the interval (end−res, end] of
+// resolution res, and its marker, in one append: five minutes from the raw
+// samples, an hour from the five-minute summaries where the store has them
+// (raw samples where not).
+func (d *Downsampler) Downsample(ctx context.Context, res time.Duration, end time.Time) (IntervalStats, error) {
+	t0 := time.Now()
+	st := IntervalStats{Resolution: res, End: end}
+	if !alignDown(end, res).Equal(end) {
+		return st, fmt.Errorf("downsampling: %s does not end a %s interval", end.UTC().Format(time.RFC3339), formatDuration(res))
+	}
+	opts := Options{From: end.Add(-res), To: end, Step: d.opts.SampleInterval, SampleInterval: d.opts.SampleInterval,
+		IdleBelow: d.opts.IdleBelow, IdleFor: d.opts.IdleFor, NoPrevious: true, Now: d.opts.Now}
+	finer := time.Duration(0)
+	for _, r := range Resolutions {
+		if r < res {
+			finer = r
+			break
+		}
+	}
+	if finer == 0 {
+		opts.RawOnly = true
+	} else {
+		opts.maxResolution = finer
+	}
+	if err := opts.defaults(); err != nil {
+		return st, err
+	}
+	pl, err := planWindow(ctx, d.q, opts.From, opts.To, opts)
+	if err != nil {
+		return st, err
+	}
+	p, err := read(ctx, d.q, pl, opts, func() {})
+	if err != nil {
+		return st, err
+	}
+	var batch []telemetry.Sample
+	for _, a := range p.list() {
+		batch = AppendSummary(batch, SummaryLabels(a.labels, a.model, res), &a.sum, res, opts.Step, end)
+	}
+	batch = append(batch, SummariesMarker(res, opts.SampleInterval, opts.IdleBelow, opts.IdleFor, end, len(p.order)))
+	if err := d.app.Append(ctx, batch); err != nil {
+		return st, fmt.Errorf("writing the %s summaries ending %s: %w", formatDuration(res), end.UTC().Format(time.RFC3339), err)
+	}
+	st.Allocations, st.Samples, st.Took = len(p.order), len(batch), time.Since(t0)
+	return st, nil
+}
