@@ -2,8 +2,10 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"
@@ -27,7 +29,9 @@ type DownsampleOptions struct {
 	// after an outage) are not in the summary. docs/reports.md.
 	Delay time.Duration
 	// CatchUp is how far back a starting Downsampler summarizes the intervals
-	// the store holds no summary of (default 6 hours).
+	// the store holds no summary of, and how long a failed interval is tried
+	// again (default 6 hours; the server keeps it within the embedded store's
+	// out-of-order window).
 	CatchUp time.Duration
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -79,7 +83,15 @@ type Downsampler struct {
 	q    store.Querier
 	app  store.Appender
 	opts DownsampleOptions
-	next time.Time // the end of the last interval done (or skipped)
+	next time.Time // intervals ending after it are not looked at yet
+
+	retry   []interval // failed intervals, tried again from retryAt
+	retryAt time.Time
+}
+
+type interval struct {
+	res time.Duration
+	end time.Time
 }
 
 // IntervalStats is what summarizing one interval did.
@@ -127,40 +139,73 @@ func (d *Downsampler) Run(ctx context.Context, every time.Duration, report func(
 
 // Step summarizes every interval that ended at least Delay ago and has no
 // summary yet, oldest first, each five minutes before the hour that ends
-// with it. A failed interval stops the step; the next step tries it again.
+// with it. An interval that fails is tried again at later steps (at most
+// every five minutes) while it is younger than CatchUp; the reports read raw
+// samples where a summary is missing.
 func (d *Downsampler) Step(ctx context.Context) ([]IntervalStats, error) {
 	fine := Resolutions[len(Resolutions)-1]
-	target := alignDown(d.opts.Now().Add(-d.opts.Delay), fine)
+	now := d.opts.Now()
+	target := alignDown(now.Add(-d.opts.Delay), fine)
 	if d.next.IsZero() {
 		d.next = alignDown(target.Add(-d.opts.CatchUp), time.Hour)
 	}
-	if !target.After(d.next) {
-		return nil, nil
-	}
-	marked := map[time.Duration]map[int64]bool{}
-	for _, res := range Resolutions {
-		m, err := d.marked(ctx, res, d.next, target)
-		if err != nil {
-			return nil, err
+	oldest := target.Add(-d.opts.CatchUp)
+	todo := map[int64][]time.Duration{}
+	if len(d.retry) > 0 && !now.Before(d.retryAt) {
+		for _, iv := range d.retry {
+			if iv.end.After(oldest) {
+				todo[iv.end.UnixMilli()] = append(todo[iv.end.UnixMilli()], iv.res)
+			}
 		}
-		marked[res] = m
+		d.retry = nil
 	}
-	var out []IntervalStats
-	for end := d.next.Add(fine); !end.After(target); end = end.Add(fine) {
+	if target.After(d.next) {
 		for i := len(Resolutions) - 1; i >= 0; i-- {
 			res := Resolutions[i]
-			if !alignDown(end, res).Equal(end) || marked[res][end.UnixMilli()] {
-				continue
+			marked, err := d.marked(ctx, res, d.next, target)
+			if err != nil {
+				return nil, err
 			}
+			for end := alignUp(d.next.Add(time.Millisecond), res); !end.After(target); end = end.Add(res) {
+				if !marked[end.UnixMilli()] {
+					todo[end.UnixMilli()] = append(todo[end.UnixMilli()], res)
+				}
+			}
+		}
+		d.next = target
+	}
+	ends := make([]int64, 0, len(todo))
+	for e := range todo {
+		ends = append(ends, e)
+	}
+	slices.Sort(ends)
+	var out []IntervalStats
+	var errs []error
+	for _, e := range ends {
+		// Five minutes before the hour that ends with them.
+		ress := todo[e]
+		slices.Sort(ress)
+		for _, res := range ress {
+			end := time.UnixMilli(e).UTC()
 			st, err := d.Downsample(ctx, res, end)
 			if err != nil {
-				return out, err
+				if ctx.Err() != nil {
+					return out, ctx.Err()
+				}
+				if len(errs) < 3 {
+					errs = append(errs, err)
+				}
+				d.retry = append(d.retry, interval{res, end})
+				continue
 			}
 			out = append(out, st)
 		}
-		d.next = end
 	}
-	return out, nil
+	if len(d.retry) > 0 {
+		d.retryAt = now.Add(fine)
+		errs = append(errs, fmt.Errorf("%d intervals not summarized, tried again from %s", len(d.retry), d.retryAt.UTC().Format(time.RFC3339)))
+	}
+	return out, errors.Join(errs...)
 }
 
 // marked is the ends of the intervals of resolution res in (from, to] that
