@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
 )
 
@@ -267,10 +266,11 @@ func (d *Downsampler) Downsample(ctx context.Context, res time.Duration, end tim
 	if err != nil {
 		return st, err
 	}
-	var batch []telemetry.Sample
+	var allocs []AllocSummary
 	for _, a := range p.list() {
-		batch = AppendSummary(batch, SummaryLabels(a.labels, a.model, res), &a.sum, res, opts.Step, end)
+		allocs = append(allocs, AllocSummary{Labels: SummaryLabels(a.labels, res), Node: a.node, Model: a.model, Summary: a.sum})
 	}
+	batch := AppendSummaries(nil, allocs, res, opts.Step, end)
 	batch = append(batch, SummariesMarker(res, opts.SampleInterval, opts.IdleBelow, opts.IdleFor, end, len(p.order)))
 	if err := d.app.Append(ctx, batch); err != nil {
 		return st, fmt.Errorf("writing the %s summaries ending %s: %w", formatDuration(res), end.UTC().Format(time.RFC3339), err)

@@ -115,12 +115,28 @@ type countingQuerier struct {
 	counts map[string]int
 }
 
+func (c *countingQuerier) Samples(ctx context.Context, selector string, from, to time.Time) (store.Matrix, error) {
+	c.mu.Lock()
+	switch {
+	case strings.Contains(selector, MetricSummaryMeasured) && strings.Contains(selector, `resolution="1h"`):
+		c.counts["1h"]++
+	case strings.Contains(selector, MetricSummaryMeasured):
+		c.counts["5m"]++
+	}
+	c.mu.Unlock()
+	return c.Querier.(store.SampleReader).Samples(ctx, selector, from, to)
+}
+
+// rangeOnly is a store without store.SampleReader: the report reads the
+// summaries by range queries.
+type rangeOnly struct{ store.Querier }
+
 func (c *countingQuerier) Range(ctx context.Context, expr string, r store.Range) (store.Matrix, error) {
 	c.mu.Lock()
 	switch {
-	case strings.Contains(expr, MetricSummaryAllocated) && strings.Contains(expr, `resolution="1h"`):
+	case strings.Contains(expr, MetricSummaryMeasured) && strings.Contains(expr, `resolution="1h"`):
 		c.counts["1h"]++
-	case strings.Contains(expr, MetricSummaryAllocated):
+	case strings.Contains(expr, MetricSummaryMeasured):
 		c.counts["5m"]++
 	case strings.Contains(expr, "count_over_time("+metricAllocation):
 		c.counts["raw"] += int(r.End.Sub(r.Start)/r.Step) + 1 // steps
@@ -207,6 +223,17 @@ func TestDownsampledEqualsRaw(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same by range queries, on a store that does not read
+			// stored samples.
+			rq := &countingQuerier{Querier: st, counts: map[string]int{}}
+			byRange, err := Compute(ctx, rangeOnly{rq}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(rq.counts) != fmt.Sprint(cq.counts) && rq.counts["1h"]+rq.counts["5m"] <= cq.counts["1h"]+cq.counts["5m"] {
+				t.Errorf("by range queries read %v, directly %v", rq.counts, cq.counts)
+			}
+			sameReport(t, byRange, raw)
 			for _, w := range c.wantRead {
 				if cq.counts[w] == 0 {
 					t.Errorf("read no %s data: %v", w, cq.counts)

@@ -19,10 +19,16 @@ import (
 var Resolutions = []time.Duration{time.Hour, 5 * time.Minute}
 
 // The series that store summaries (the Downsampler writes them, the report
-// reads them). Each is one sample per allocation and interval, at the
-// interval's end, labelled with the allocation's labels and resolution; the
-// sparse ones are left out where they would be zero (or, for the held
-// timestamps, the interval's first and last step).
+// reads them): one sample per allocation (or GPU) and interval, at the
+// interval's end, labelled with the allocation's labels (or the GPU's), its
+// GPU's model and the resolution. Only the measured seconds are always
+// written; every other series is left out where its value is the common
+// one, so that an allocation held all through an interval costs one
+// sample: allocated seconds where not every step from the first held to the
+// last but the gaps (a GPU shared by several jobs at once), SM-activity
+// seconds where not allocated − unmeasured − utilization seconds, the held
+// timestamps where not the interval's first and last step, the peak
+// framebuffer use where not the GPU's in the interval, the rest where not 0.
 const (
 	// MetricSummaries marks an interval as summarized: its value is the
 	// number of allocations summarized, its labels the resolution and the
@@ -31,8 +37,8 @@ const (
 	// one with its own parameters.
 	MetricSummaries = "gpuwatch_report_summaries"
 
-	MetricSummaryAllocated  = "gpuwatch_report_allocated_seconds"
 	MetricSummaryMeasured   = "gpuwatch_report_measured_seconds"
+	MetricSummaryAllocated  = "gpuwatch_report_allocated_seconds"
 	MetricSummaryUnmeasured = "gpuwatch_report_unmeasured_seconds"
 	MetricSummarySMActive   = "gpuwatch_report_sm_active_seconds"
 	MetricSummaryGPUUtil    = "gpuwatch_report_gpu_util_seconds"
@@ -45,23 +51,49 @@ const (
 	MetricSummaryTailWall   = "gpuwatch_report_idle_tail_wall_seconds"
 	MetricSummaryInnerIdle  = "gpuwatch_report_idle_inner_seconds"
 	MetricSummaryFBPeakMiB  = "gpuwatch_report_fb_used_peak_mib"
-	MetricSummaryFBTotalMiB = "gpuwatch_report_fb_total_mib"
-	LabelResolution         = "resolution"
-	LabelSampleInterval     = "sample_interval"
-	LabelIdleBelow          = "idle_below"
-	LabelIdleFor            = "idle_for"
+	// Per GPU (gpu_uuid, node, model, resolution): the highest framebuffer
+	// use in a step held by any of its allocations, and its size.
+	MetricSummaryGPUFBPeakMiB  = "gpuwatch_report_gpu_fb_used_peak_mib"
+	MetricSummaryGPUFBTotalMiB = "gpuwatch_report_gpu_fb_total_mib"
+
+	LabelResolution     = "resolution"
+	LabelSampleInterval = "sample_interval"
+	LabelIdleBelow      = "idle_below"
+	LabelIdleFor        = "idle_for"
 )
 
-// summaryFields are the summary series in the order readSummaries reads them;
-// allocated first (every stored summary has it).
-var summaryFields = []string{MetricSummaryAllocated, MetricSummaryMeasured, MetricSummaryUnmeasured,
+// summaryFields are the summary series in the order readSummaries reads
+// them: the allocations' (measured first: every stored summary has it),
+// then the GPUs' (gpuFields of them).
+var summaryFields = []string{MetricSummaryMeasured, MetricSummaryAllocated, MetricSummaryUnmeasured,
 	MetricSummarySMActive, MetricSummaryGPUUtil, MetricSummaryGaps, MetricSummaryFirst, MetricSummaryLast,
 	MetricSummaryHead, MetricSummaryHeadWall, MetricSummaryTail, MetricSummaryTailWall, MetricSummaryInnerIdle,
-	MetricSummaryFBPeakMiB, MetricSummaryFBTotalMiB}
+	MetricSummaryFBPeakMiB, MetricSummaryGPUFBPeakMiB, MetricSummaryGPUFBTotalMiB}
 
-// summaryLabels are the allocation labels a summary keeps.
-var summaryLabels = []string{telemetry.LabelNode, telemetry.LabelGPUUUID, telemetry.LabelModel, telemetry.LabelJobID,
-	telemetry.LabelPod, telemetry.LabelNamespace, telemetry.LabelAccount, telemetry.LabelUser}
+const (
+	fieldMeasured = iota
+	fieldAllocated
+	fieldUnmeasured
+	fieldSMActive
+	fieldGPUUtil
+	fieldGaps
+	fieldFirst
+	fieldLast
+	fieldHead
+	fieldHeadWall
+	fieldTail
+	fieldTailWall
+	fieldInnerIdle
+	fieldFBPeak
+	fieldGPUFBPeak
+	fieldGPUFBTotal
+	gpuFields = 2
+)
+
+// summaryLabels are the allocation labels a summary keeps; its GPU's node
+// and model are on the GPU's series.
+var summaryLabels = []string{telemetry.LabelGPUUUID, telemetry.LabelJobID, telemetry.LabelPod, telemetry.LabelNamespace,
+	telemetry.LabelAccount, telemetry.LabelUser}
 
 // formatDuration writes a duration as PromQL and label values do: 10s, 5m, 1h.
 func formatDuration(d time.Duration) string {
@@ -80,20 +112,14 @@ func formatDuration(d time.Duration) string {
 func formatFraction(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // SummaryLabels are the labels of an allocation's summary series: the
-// allocation's own, its GPU's model, and the resolution.
-func SummaryLabels(alloc telemetry.Labels, model string, res time.Duration) telemetry.Labels {
+// allocation's own (its GPU, its job or pod and their owners) and the
+// resolution.
+func SummaryLabels(alloc telemetry.Labels, res time.Duration) telemetry.Labels {
 	kv := make([]string, 0, 2*len(summaryLabels)+2)
 	for _, n := range summaryLabels {
 		v := alloc.Get(n)
-		switch n {
-		case telemetry.LabelGPUUUID:
+		if n == telemetry.LabelGPUUUID {
 			v = label(alloc, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID)
-		case telemetry.LabelNode:
-			v = label(alloc, telemetry.LabelNode, telemetry.DCGMLabelHostname)
-		case telemetry.LabelModel:
-			if v == "" {
-				v = model
-			}
 		}
 		if v != "" {
 			kv = append(kv, n, v)
@@ -102,21 +128,84 @@ func SummaryLabels(alloc telemetry.Labels, model string, res time.Duration) tele
 	return telemetry.NewLabels(append(kv, LabelResolution, formatDuration(res))...)
 }
 
-// AppendSummary appends the samples that store s, the summary of the
-// allocation labelled ls (SummaryLabels) over the interval (end−res, end]
-// cut into steps of step.
-func AppendSummary(dst []telemetry.Sample, ls telemetry.Labels, s *Summary, res, step time.Duration, end time.Time) []telemetry.Sample {
+// AllocSummary is one allocation's Summary over an interval: the labels of
+// its summary series (SummaryLabels), its GPU's node and model.
+type AllocSummary struct {
+	Labels      telemetry.Labels
+	Node, Model string
+	Summary
+}
+
+// AppendSummaries appends the samples that store the summaries of one
+// interval (end−res, end] cut into steps of step: each allocation's, and
+// each GPU's framebuffer peak and size (the size always, 0 when unknown: the
+// GPU's series says its node and model).
+func AppendSummaries(dst []telemetry.Sample, allocs []AllocSummary, res, step time.Duration, end time.Time) []telemetry.Sample {
+	type gpu struct {
+		ls          telemetry.Labels
+		peak, total float64
+	}
+	gpus := map[string]*gpu{}
+	var order []string
+	for i := range allocs {
+		a := &allocs[i]
+		uuid := a.Labels.Get(telemetry.LabelGPUUUID)
+		g := gpus[uuid]
+		if g == nil {
+			kv := []string{telemetry.LabelGPUUUID, uuid, LabelResolution, formatDuration(res)}
+			if a.Node != "" {
+				kv = append(kv, telemetry.LabelNode, a.Node)
+			}
+			if a.Model != "" {
+				kv = append(kv, telemetry.LabelModel, a.Model)
+			}
+			g = &gpu{ls: telemetry.NewLabels(kv...)}
+			gpus[uuid] = g
+			order = append(order, uuid)
+		}
+		g.peak, g.total = max(g.peak, a.FBPeakMiB), max(g.total, a.FBTotalMiB)
+	}
+	for i := range allocs {
+		a := &allocs[i]
+		dst = appendSummary(dst, a.Labels, &a.Summary, gpus[a.Labels.Get(telemetry.LabelGPUUUID)].peak, res, step, end)
+	}
+	for _, uuid := range order {
+		g := gpus[uuid]
+		if g.peak > 0 {
+			dst = append(dst, telemetry.Sample{Name: MetricSummaryGPUFBPeakMiB, Labels: g.ls, Value: g.peak, Time: end})
+		}
+		dst = append(dst, telemetry.Sample{Name: MetricSummaryGPUFBTotalMiB, Labels: g.ls, Value: g.total, Time: end})
+	}
+	return dst
+}
+
+// heldSpan is the allocated seconds of a summary held by one job alone in
+// every step from First to Last but its gaps: what an allocated-seconds
+// series may leave out.
+func heldSpan(s *Summary, step time.Duration) float64 {
+	return (s.Last.Sub(s.First) + step).Seconds() - s.Gaps
+}
+
+// appendSummary appends an allocation's series: those whose value is not
+// the common one (see the constants).
+func appendSummary(dst []telemetry.Sample, ls telemetry.Labels, s *Summary, gpuPeak float64, res, step time.Duration, end time.Time) []telemetry.Sample {
 	add := func(name string, v float64) {
 		dst = append(dst, telemetry.Sample{Name: name, Labels: ls, Value: v, Time: end})
 	}
-	add(MetricSummaryAllocated, s.Allocated)
 	add(MetricSummaryMeasured, s.Measured)
+	if s.Allocated != heldSpan(s, step) {
+		add(MetricSummaryAllocated, s.Allocated)
+	}
+	if s.SMActive != s.Allocated-s.Unmeasured-s.GPUUtil {
+		add(MetricSummarySMActive, s.SMActive)
+	}
+	if s.FBPeakMiB != gpuPeak {
+		add(MetricSummaryFBPeakMiB, s.FBPeakMiB)
+	}
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{MetricSummaryUnmeasured, s.Unmeasured}, {MetricSummarySMActive, s.SMActive}, {MetricSummaryGPUUtil, s.GPUUtil},
-		{MetricSummaryGaps, s.Gaps}, {MetricSummaryInnerIdle, s.InnerIdle}, {MetricSummaryFBPeakMiB, s.FBPeakMiB},
-		{MetricSummaryFBTotalMiB, s.FBTotalMiB}} {
+	}{{MetricSummaryUnmeasured, s.Unmeasured}, {MetricSummaryGPUUtil, s.GPUUtil}, {MetricSummaryGaps, s.Gaps}, {MetricSummaryInnerIdle, s.InnerIdle}} {
 		if f.v != 0 {
 			add(f.name, f.v)
 		}
@@ -236,30 +325,40 @@ func planWindow(ctx context.Context, q store.Querier, from, to time.Time, opts O
 		addSeg(segment{t, end, 0})
 		t = end
 	}
+	_, direct := q.(store.SampleReader)
 	for _, sg := range pl.segments {
-		if sg.res > 0 {
+		switch {
+		case sg.res > 0 && direct:
+			pl.units++
+		case sg.res > 0:
 			steps := int(sg.to.Sub(sg.from) / sg.res)
 			pl.units += (steps + opts.ChunkSteps - 1) / opts.ChunkSteps
-		} else {
+		default:
 			pl.units += chunkCount(sg.to.Sub(sg.from), opts)
 		}
 	}
 	return pl, nil
 }
 
-// readSummaries adds the stored summaries of sg to p, chunk by chunk.
+// readSummaries adds the stored summaries of sg to p: all at once where the
+// store reads stored samples (store.SampleReader), else by range queries
+// chunk by chunk.
 func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, opts Options, progress func()) error {
 	res := sg.res
 	steps := int(sg.to.Sub(sg.from) / res)
-	w := "[" + formatDuration(res-time.Millisecond) + "]"
 	sel := fmt.Sprintf(`{%s=%q}`, LabelResolution, formatDuration(res))
-	for first := 0; first < steps; first += opts.ChunkSteps {
+	sr, direct := q.(store.SampleReader)
+	chunk := opts.ChunkSteps
+	if direct {
+		chunk = steps
+	}
+	for first := 0; first < steps; first += chunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(opts.ChunkSteps, steps-first)
-		r := store.Range{Start: sg.from.Add(time.Duration(first+1) * res), Step: res}
-		r.End = r.Start.Add(time.Duration(n-1) * res)
+		n := min(chunk, steps-first)
+		start := sg.from.Add(time.Duration(first+1) * res)
+		end := start.Add(time.Duration(n-1) * res)
 		ms := make([]store.Matrix, len(summaryFields))
 		errs := make([]error, len(summaryFields))
 		var wg sync.WaitGroup
@@ -268,8 +367,13 @@ func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, 
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				expr := "last_over_time(" + f + sel + w + ")"
-				if ms[i], errs[i] = q.Range(ctx, expr, r); errs[i] != nil {
+				if direct {
+					ms[i], errs[i] = sr.Samples(ctx, f+sel, start.Add(-res), end)
+				} else {
+					expr := "last_over_time(" + f + sel + "[" + formatDuration(res-time.Millisecond) + "])"
+					ms[i], errs[i] = q.Range(ctx, expr, store.Range{Start: start, End: end, Step: res})
+				}
+				if errs[i] != nil {
 					errs[i] = fmt.Errorf("reading %s from the store: %w", f, errs[i])
 				}
 			})
@@ -278,7 +382,7 @@ func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, 
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		addSummaries(p, ms, r.Start, res, n, opts)
+		addSummaries(p, ms, start, res, n, opts)
 		progress()
 	}
 	return nil
@@ -287,29 +391,53 @@ func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, 
 // addSummaries joins the fields' answers by series and adds each
 // allocation's summaries in time order.
 func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Duration, n int, opts Options) {
+	index := func(t time.Time) int { return int((t.Sub(start) + res/2) / res) }
+	// The GPUs' framebuffer peaks and sizes, by GPU and step.
+	nAlloc := len(summaryFields) - gpuFields
+	gpuVals := make([]map[string]map[int]float64, gpuFields)
+	for f := range gpuFields {
+		gpuVals[f] = map[string]map[int]float64{}
+		for _, ser := range ms[nAlloc+f] {
+			uuid := ser.Labels.Get(telemetry.LabelGPUUUID)
+			m := gpuVals[f][uuid]
+			if m == nil {
+				m = map[int]float64{}
+				gpuVals[f][uuid] = m
+			}
+			for _, pt := range ser.Points {
+				if !math.IsNaN(pt.V) {
+					i := index(pt.T)
+					m[i] = max(m[i], pt.V)
+				}
+			}
+		}
+	}
+	gpuInfo := map[string]telemetry.Labels{} // node and model
+	for _, ser := range ms[len(ms)-1] {
+		gpuInfo[ser.Labels.Get(telemetry.LabelGPUUUID)] = ser.Labels
+	}
 	type rec struct {
 		ls     telemetry.Labels
 		fields [][]store.Point // by field, in time order
 	}
 	recs := map[string]*rec{}
 	var order []string
-	for f, m := range ms {
+	for f, m := range ms[:nAlloc] {
 		for _, ser := range m {
 			k := withoutName(ser.Labels).String()
 			r := recs[k]
 			if r == nil {
-				if f != 0 {
-					continue // no allocated seconds: not a summary
+				if f != fieldMeasured {
+					continue // no measured seconds: not a summary
 				}
-				r = &rec{ls: ser.Labels, fields: make([][]store.Point, len(summaryFields))}
+				r = &rec{ls: ser.Labels, fields: make([][]store.Point, nAlloc)}
 				recs[k] = r
 				order = append(order, k)
 			}
-			r.fields[f] = ser.Points
+			r.fields[f] = append(r.fields[f], ser.Points...)
 		}
 	}
 	step := opts.Step
-	index := func(t time.Time) int { return int((t.Sub(start) + res/2) / res) }
 	type item struct {
 		i int
 		s Summary
@@ -322,52 +450,68 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 		if a == nil {
 			continue
 		}
-		if a.model == "" {
-			a.model = r.ls.Get(telemetry.LabelModel)
+		gpu := r.ls.Get(telemetry.LabelGPUUUID)
+		if info := gpuInfo[gpu]; info != nil {
+			if a.model == "" {
+				a.model = info.Get(telemetry.LabelModel)
+			}
+			if a.node == "" {
+				a.node = info.Get(telemetry.LabelNode)
+			}
 		}
-		cursor := make([]int, len(summaryFields))
-		value := func(f, i int) float64 {
+		// Each field's points are in time order: one cursor per field.
+		cursor := make([]int, nAlloc)
+		value := func(f, i int) (float64, bool) {
 			pts := r.fields[f]
 			for cursor[f] < len(pts) && index(pts[cursor[f]].T) < i {
 				cursor[f]++
 			}
 			if c := cursor[f]; c < len(pts) && index(pts[c].T) == i && !math.IsNaN(pts[c].V) {
-				return pts[c].V
+				return pts[c].V, true
 			}
-			return 0
+			return 0, false
+		}
+		or := func(f, i int, def float64) float64 {
+			if v, ok := value(f, i); ok {
+				return v
+			}
+			return def
 		}
 		if byAlloc[a] == nil {
 			allocs = append(allocs, a)
 		}
-		for _, pt := range r.fields[0] {
+		for _, pt := range r.fields[fieldMeasured] {
 			i := index(pt.T)
-			if i < 0 || i >= n {
+			if i < 0 || i >= n || math.IsNaN(pt.V) {
 				continue
 			}
 			end := start.Add(time.Duration(i) * res)
-			s := Summary{First: end.Add(step - res), Last: end, Allocated: pt.V, Measured: value(1, i), Unmeasured: value(2, i),
-				SMActive: value(3, i), GPUUtil: value(4, i), Gaps: value(5, i), InnerIdle: value(12, i),
-				FBPeakMiB: value(13, i), FBTotalMiB: value(14, i)}
-			if v := value(6, i); v > 0 {
-				s.First = time.UnixMilli(int64(math.Round(v * 1000)))
+			s := Summary{First: end.Add(step - res), Last: end, Measured: pt.V,
+				Unmeasured: or(fieldUnmeasured, i, 0), GPUUtil: or(fieldGPUUtil, i, 0), Gaps: or(fieldGaps, i, 0),
+				InnerIdle: or(fieldInnerIdle, i, 0), FBTotalMiB: gpuVals[1][gpu][i]}
+			if v, ok := value(fieldFirst, i); ok {
+				s.First = time.UnixMilli(int64(math.Round(v * 1000))).UTC()
 			}
-			if v := value(7, i); v > 0 {
-				s.Last = time.UnixMilli(int64(math.Round(v * 1000)))
+			if v, ok := value(fieldLast, i); ok {
+				s.Last = time.UnixMilli(int64(math.Round(v * 1000))).UTC()
 			}
-			s.Head = IdleRun{Held: value(8, i), Wall: time.Duration(math.Round(value(9, i)*1000)) * time.Millisecond}
+			s.Allocated = or(fieldAllocated, i, heldSpan(&s, step))
+			s.SMActive = or(fieldSMActive, i, s.Allocated-s.Unmeasured-s.GPUUtil)
+			s.FBPeakMiB = or(fieldFBPeak, i, gpuVals[0][gpu][i])
+			s.Head = IdleRun{Held: or(fieldHead, i, 0), Wall: time.Duration(math.Round(or(fieldHeadWall, i, 0)*1000)) * time.Millisecond}
 			if s.Head.Wall > 0 && s.Head.Wall == s.Last.Sub(s.First)+step {
 				s.Unbroken, s.Tail = true, s.Head
 			} else {
-				s.Tail = IdleRun{Held: value(10, i), Wall: time.Duration(math.Round(value(11, i)*1000)) * time.Millisecond}
+				s.Tail = IdleRun{Held: or(fieldTail, i, 0), Wall: time.Duration(math.Round(or(fieldTailWall, i, 0)*1000)) * time.Millisecond}
 			}
 			byAlloc[a] = append(byAlloc[a], item{i, s})
 		}
 	}
-	// An allocation whose GPU's model label changed has two series: its
-	// summaries are added in time order all the same.
+	// Summaries are added in time order (an allocation whose GPU's model
+	// label changed has two series).
 	for _, a := range allocs {
 		items := byAlloc[a]
-		sort.SliceStable(items, func(x, y int) bool { return items[x].i < items[y].i })
+		sort.Slice(items, func(x, y int) bool { return items[x].i < items[y].i })
 		for _, it := range items {
 			a.sum.Add(it.s, step, opts.IdleFor)
 		}
