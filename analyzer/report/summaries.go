@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"strconv"
 	"sync"
 	"time"
@@ -392,25 +393,37 @@ func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, 
 // allocation's summaries in time order.
 func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Duration, n int, opts Options) {
 	index := func(t time.Time) int { return int((t.Sub(start) + res/2) / res) }
-	// The GPUs' framebuffer peaks and sizes, by GPU and step.
+	// The GPUs' framebuffer peaks and sizes, by GPU, in step order.
 	nAlloc := len(summaryFields) - gpuFields
-	gpuVals := make([]map[string]map[int]float64, gpuFields)
+	type stepValue struct {
+		i int
+		v float64
+	}
+	gpuVals := make([]map[string][]stepValue, gpuFields)
 	for f := range gpuFields {
-		gpuVals[f] = map[string]map[int]float64{}
+		gpuVals[f] = map[string][]stepValue{}
 		for _, ser := range ms[nAlloc+f] {
 			uuid := ser.Labels.Get(telemetry.LabelGPUUUID)
-			m := gpuVals[f][uuid]
-			if m == nil {
-				m = map[int]float64{}
-				gpuVals[f][uuid] = m
-			}
+			vs := gpuVals[f][uuid]
 			for _, pt := range ser.Points {
 				if !math.IsNaN(pt.V) {
-					i := index(pt.T)
-					m[i] = max(m[i], pt.V)
+					vs = append(vs, stepValue{index(pt.T), pt.V})
 				}
 			}
+			gpuVals[f][uuid] = vs
 		}
+		for _, vs := range gpuVals[f] {
+			sort.SliceStable(vs, func(a, b int) bool { return vs[a].i < vs[b].i })
+		}
+	}
+	gpuValue := func(f int, uuid string, i int) float64 {
+		vs := gpuVals[f][uuid]
+		k := sort.Search(len(vs), func(k int) bool { return vs[k].i >= i })
+		v := 0.0
+		for ; k < len(vs) && vs[k].i == i; k++ {
+			v = max(v, vs[k].v) // two series of one GPU (its model label changed): the larger
+		}
+		return v
 	}
 	gpuInfo := map[string]telemetry.Labels{} // node and model
 	for _, ser := range ms[len(ms)-1] {
@@ -424,7 +437,7 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 	var order []string
 	for f, m := range ms[:nAlloc] {
 		for _, ser := range m {
-			k := withoutName(ser.Labels).String()
+			k := labelKey(ser.Labels)
 			r := recs[k]
 			if r == nil {
 				if f != fieldMeasured {
@@ -488,7 +501,7 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			end := start.Add(time.Duration(i) * res)
 			s := Summary{First: end.Add(step - res), Last: end, Measured: pt.V,
 				Unmeasured: or(fieldUnmeasured, i, 0), GPUUtil: or(fieldGPUUtil, i, 0), Gaps: or(fieldGaps, i, 0),
-				InnerIdle: or(fieldInnerIdle, i, 0), FBTotalMiB: gpuVals[1][gpu][i]}
+				InnerIdle: or(fieldInnerIdle, i, 0), FBTotalMiB: gpuValue(1, gpu, i)}
 			if v, ok := value(fieldFirst, i); ok {
 				s.First = time.UnixMilli(int64(math.Round(v * 1000))).UTC()
 			}
@@ -497,7 +510,7 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			}
 			s.Allocated = or(fieldAllocated, i, heldSpan(&s, step))
 			s.SMActive = or(fieldSMActive, i, s.Allocated-s.Unmeasured-s.GPUUtil)
-			s.FBPeakMiB = or(fieldFBPeak, i, gpuVals[0][gpu][i])
+			s.FBPeakMiB = or(fieldFBPeak, i, gpuValue(0, gpu, i))
 			s.Head = IdleRun{Held: or(fieldHead, i, 0), Wall: time.Duration(math.Round(or(fieldHeadWall, i, 0)*1000)) * time.Millisecond}
 			if s.Head.Wall > 0 && s.Head.Wall == s.Last.Sub(s.First)+step {
 				s.Unbroken, s.Tail = true, s.Head
@@ -518,13 +531,23 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 	}
 }
 
-// withoutName is ls less __name__ (stores differ on whether a function's
-// answer keeps it).
-func withoutName(ls telemetry.Labels) telemetry.Labels {
-	for i, l := range ls {
-		if l.Name == "__name__" {
-			return append(append(telemetry.Labels{}, ls[:i]...), ls[i+1:]...)
-		}
+// labelKey identifies a series by its labels less __name__ (stores differ
+// on whether a function's answer keeps it).
+func labelKey(ls telemetry.Labels) string {
+	n := 0
+	for _, l := range ls {
+		n += len(l.Name) + len(l.Value) + 2
 	}
-	return ls
+	var b strings.Builder
+	b.Grow(n)
+	for _, l := range ls {
+		if l.Name == "__name__" {
+			continue
+		}
+		b.WriteString(l.Name)
+		b.WriteByte(0)
+		b.WriteString(l.Value)
+		b.WriteByte(0)
+	}
+	return b.String()
 }

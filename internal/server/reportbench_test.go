@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -302,6 +303,17 @@ func BenchmarkReportWeek(b *testing.B) {
 	b.Logf("load average before: %s", loadavg())
 	defer func() { b.Logf("load average after: %s", loadavg()) }()
 	b.Run(fmt.Sprintf("nodes=%d/days=%d", nodes, days), func(b *testing.B) {
+		// GPUWATCH_REPORT_BENCH_PROFILE: a CPU profile of the reports alone.
+		if path := os.Getenv("GPUWATCH_REPORT_BENCH_PROFILE"); path != "" {
+			pf, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		}
 		cpu0 := cpuTime()
 		for b.Loop() {
 			resp, err := http.Get(ts.URL + APIPrefix + "/report?" + q.Encode())
