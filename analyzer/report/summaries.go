@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
