@@ -44,6 +44,9 @@ type Options struct {
 	// maxResolution, when set, bounds the summaries read (the Downsampler
 	// adds up five-minute summaries into an hour).
 	maxResolution time.Duration
+	// totalsOnly reads of the summaries only what allocated, measured and
+	// unmeasured need (the previous period).
+	totalsOnly bool
 }
 
 // The series a report reads.
@@ -178,7 +181,10 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	r.Groups, r.Total = group(cur.list(), opts.By)
 	r.TopIdleJobs = topIdle(cur.list(), 10)
 	if !opts.NoPrevious {
-		prev, err := read(ctx, q, prevPlan, opts, progress)
+		// The previous period shows allocated, measured and efficiency only.
+		popts := opts
+		popts.totalsOnly = true
+		prev, err := read(ctx, q, prevPlan, popts, progress)
 		if err != nil {
 			return nil, fmt.Errorf("previous period: %w", err)
 		}

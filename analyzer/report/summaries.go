@@ -71,6 +71,12 @@ var summaryFields = []string{MetricSummaryMeasured, MetricSummaryAllocated, Metr
 	MetricSummaryHead, MetricSummaryHeadWall, MetricSummaryTail, MetricSummaryTailWall, MetricSummaryInnerIdle,
 	MetricSummaryFBPeakMiB, MetricSummaryGPUFBPeakMiB, MetricSummaryGPUFBTotalMiB}
 
+// totalsField marks the fields allocated, measured and unmeasured seconds
+// need (allocated defaults to the held span: first, last, gaps), and the
+// GPU's series that says its node and model (a report by node or model).
+var totalsField = map[int]bool{fieldMeasured: true, fieldAllocated: true, fieldUnmeasured: true,
+	fieldFirst: true, fieldLast: true, fieldGaps: true, fieldGPUFBTotal: true}
+
 const (
 	fieldMeasured = iota
 	fieldAllocated
@@ -365,6 +371,9 @@ func readSummaries(ctx context.Context, q store.Querier, p *period, sg segment, 
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 4)
 		for i, f := range summaryFields {
+			if opts.totalsOnly && !totalsField[i] {
+				continue
+			}
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()

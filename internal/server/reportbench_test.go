@@ -203,12 +203,14 @@ func (f *benchFleet) raw(dst []telemetry.Sample, from, to time.Time) ([]telemetr
 // 7d` through the server's API over GPUWATCH_REPORT_BENCH_NODES simulated HGX
 // H100 nodes (default 16; `make bench` runs 1,000) and GPUWATCH_REPORT_BENCH_DAYS
 // days (default 7), the store holding what a server that ran the Downsampler
-// all along holds for it: hourly summaries for the whole hours, five-minute
-// summaries for the partial hour at the window's start and for the last two
-// (the last hour not yet added up), and the agents' raw samples for the
-// first minute and the last nine (the newest five minutes not summarized yet).
-// Everything goes in through remote write, in time order, as agents and the
-// Downsampler would write it. The previous period holds no data. After the
+// all along holds for the window and the previous period before it (which the
+// report reads too): hourly summaries for the whole hours, five-minute
+// summaries for the hour around the window's start and for the last two (the
+// last hour not yet added up), and the agents' raw samples for the five
+// minutes around the window's start and the last nine (the newest five
+// minutes not summarized yet). Everything goes in through remote write, in
+// time order (give or take the five minutes around the window's start), as
+// agents and the Downsampler would write it. After the
 // timed reports it also times the Downsampler's two evaluations at this
 // fleet size: five minutes from the raw samples, and the last hour from its
 // five-minute summaries.
@@ -227,7 +229,7 @@ func BenchmarkReportWeek(b *testing.B) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 
-	f := newBenchFleet(nodes, from.Truncate(time.Hour).Add(-time.Hour), int(window/unit)+48)
+	f := newBenchFleet(nodes, from.Add(-window).Truncate(time.Hour).Add(-time.Hour), int(2*window/unit)+48)
 	lastSum := base.Add(-unit)              // summaries end here; raw samples after
 	lastHour := lastSum.Truncate(time.Hour) // its hour is in five-minute summaries
 	firstFive := from.Truncate(unit).Add(unit)
@@ -265,13 +267,36 @@ func BenchmarkReportWeek(b *testing.B) {
 		}
 		batch = batch[:0]
 	}
+	// In time order: the previous period from its start, the hour around
+	// the window's start in five-minute summaries and the raw samples of its
+	// partial five minutes, whole hours, the last hour and the partial one in
+	// five-minute summaries, the newest minutes raw. want counts what lies in
+	// the window.
 	var a float64
-	batch, a = f.raw(batch, from, firstFive)
-	want += a
+	inWindow := func(intervalStart time.Time) bool { return !intervalStart.Before(from) }
+	pf := from.Add(-window)
+	batch, _ = f.raw(batch, pf, pf.Truncate(unit).Add(unit))
 	send()
-	for end := firstFive.Add(unit); !end.After(firstHour); end = end.Add(unit) {
+	for end := pf.Truncate(unit).Add(2 * unit); !end.After(pf.Truncate(time.Hour).Add(time.Hour)); end = end.Add(unit) {
+		batch, _ = f.summaries(batch, unit, end)
+	}
+	send()
+	for end := pf.Truncate(time.Hour).Add(2 * time.Hour); !end.After(firstHour.Add(-time.Hour)); end = end.Add(time.Hour) {
+		batch, _ = f.summaries(batch, time.Hour, end)
+		send()
+	}
+	for end := firstHour.Add(unit - time.Hour); !end.After(firstHour); end = end.Add(unit) {
 		batch, a = f.summaries(batch, unit, end)
-		want += a
+		if inWindow(end.Add(-unit)) {
+			want += a
+		}
+		if end.Equal(firstFive) {
+			var before []telemetry.Sample
+			before, _ = f.raw(nil, firstFive.Add(-unit), from)
+			batch = append(batch, before...)
+			batch, a = f.raw(batch, from, firstFive)
+			want += a
+		}
 	}
 	send()
 	for end := firstHour.Add(time.Hour); !end.After(lastHour.Add(-time.Hour)); end = end.Add(time.Hour) {
@@ -335,8 +360,11 @@ func BenchmarkReportWeek(b *testing.B) {
 		if got := r.Total.Allocated * 3600; math.Abs(got-want) > 1e-6*want {
 			b.Fatalf("the report has %.3f GPU-hours allocated, the fleet %.3f", got/3600, want/3600)
 		}
+		if p := r.Total.Previous; p == nil || p.Allocated < 0.9*r.Total.Allocated {
+			b.Fatalf("the previous period: %+v, want about %.0f GPU-hours allocated", p, r.Total.Allocated)
+		}
 	})
-	b.Logf("%d groups; %.0f GPU-hours allocated, %.0f measured, %.0f idle", len(r.Groups), r.Total.Allocated, r.Total.Measured, r.Total.Idle)
+	b.Logf("%d groups; %.0f GPU-hours allocated, %.0f measured, %.0f idle; previous period %.0f allocated", len(r.Groups), r.Total.Allocated, r.Total.Measured, r.Total.Idle, r.Total.Previous.Allocated)
 
 	// For the ratio: the same report from the raw samples alone, over the
 	// last minutes, which only the agents' samples cover.
