@@ -159,13 +159,27 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	}
 	total := curPlan.units + prevPlan.units
 	done := 0
+	var mu sync.Mutex
 	progress := func() {
+		mu.Lock()
+		defer mu.Unlock()
 		done++
 		if opts.Progress != nil {
 			opts.Progress(done, total)
 		}
 	}
+	// The two periods are read side by side. The previous period shows
+	// allocated, measured and efficiency only.
+	var prev *period
+	var prevErr error
+	var wg sync.WaitGroup
+	if !opts.NoPrevious {
+		popts := opts
+		popts.totalsOnly = true
+		wg.Go(func() { prev, prevErr = read(ctx, q, prevPlan, popts, progress) })
+	}
 	cur, err := read(ctx, q, curPlan, opts, progress)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -181,12 +195,8 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	r.Groups, r.Total = group(cur.list(), opts.By)
 	r.TopIdleJobs = topIdle(cur.list(), 10)
 	if !opts.NoPrevious {
-		// The previous period shows allocated, measured and efficiency only.
-		popts := opts
-		popts.totalsOnly = true
-		prev, err := read(ctx, q, prevPlan, popts, progress)
-		if err != nil {
-			return nil, fmt.Errorf("previous period: %w", err)
+		if prevErr != nil {
+			return nil, fmt.Errorf("previous period: %w", prevErr)
 		}
 		r.PreviousFrom, r.PreviousTo = pf, opts.From
 		pg, pt := group(prev.list(), opts.By)
