@@ -425,8 +425,7 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			sort.SliceStable(vs, func(a, b int) bool { return vs[a].i < vs[b].i })
 		}
 	}
-	gpuValue := func(f int, uuid string, i int) float64 {
-		vs := gpuVals[f][uuid]
+	gpuValue := func(vs []stepValue, i int) float64 {
 		k := sort.Search(len(vs), func(k int) bool { return vs[k].i >= i })
 		v := 0.0
 		for ; k < len(vs) && vs[k].i == i; k++ {
@@ -464,15 +463,27 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 		i int
 		s Summary
 	}
+	// An allocation has one series but where its GPU's labels changed: its
+	// summaries are added as they come (in time order), else gathered and
+	// sorted first.
+	allocOf := make([]*alloc, len(order))
+	series := map[*alloc]int{}
+	for j, k := range order {
+		if a := p.consumer(recs[k].ls); a != nil {
+			allocOf[j] = a
+			series[a]++
+		}
+	}
 	byAlloc := map[*alloc][]item{}
 	var allocs []*alloc
-	for _, k := range order {
+	for j, k := range order {
 		r := recs[k]
-		a := p.consumer(r.ls)
+		a := allocOf[j]
 		if a == nil {
 			continue
 		}
 		gpu := r.ls.Get(telemetry.LabelGPUUUID)
+		gpuPeaks, gpuTotals := gpuVals[0][gpu], gpuVals[1][gpu]
 		if info := gpuInfo[gpu]; info != nil {
 			if a.model == "" {
 				a.model = info.Get(telemetry.LabelModel)
@@ -499,7 +510,8 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			}
 			return def
 		}
-		if byAlloc[a] == nil {
+		direct := series[a] == 1
+		if !direct && byAlloc[a] == nil {
 			allocs = append(allocs, a)
 		}
 		for _, pt := range r.fields[fieldMeasured] {
@@ -510,7 +522,7 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			end := start.Add(time.Duration(i) * res)
 			s := Summary{First: end.Add(step - res), Last: end, Measured: pt.V,
 				Unmeasured: or(fieldUnmeasured, i, 0), GPUUtil: or(fieldGPUUtil, i, 0), Gaps: or(fieldGaps, i, 0),
-				InnerIdle: or(fieldInnerIdle, i, 0), FBTotalMiB: gpuValue(1, gpu, i)}
+				InnerIdle: or(fieldInnerIdle, i, 0), FBTotalMiB: gpuValue(gpuTotals, i)}
 			if v, ok := value(fieldFirst, i); ok {
 				s.First = time.UnixMilli(int64(math.Round(v * 1000))).UTC()
 			}
@@ -519,14 +531,18 @@ func addSummaries(p *period, ms []store.Matrix, start time.Time, res time.Durati
 			}
 			s.Allocated = or(fieldAllocated, i, heldSpan(&s, step))
 			s.SMActive = or(fieldSMActive, i, s.Allocated-s.Unmeasured-s.GPUUtil)
-			s.FBPeakMiB = or(fieldFBPeak, i, gpuValue(0, gpu, i))
+			s.FBPeakMiB = or(fieldFBPeak, i, gpuValue(gpuPeaks, i))
 			s.Head = IdleRun{Held: or(fieldHead, i, 0), Wall: time.Duration(math.Round(or(fieldHeadWall, i, 0)*1000)) * time.Millisecond}
 			if s.Head.Wall > 0 && s.Head.Wall == s.Last.Sub(s.First)+step {
 				s.Unbroken, s.Tail = true, s.Head
 			} else {
 				s.Tail = IdleRun{Held: or(fieldTail, i, 0), Wall: time.Duration(math.Round(or(fieldTailWall, i, 0)*1000)) * time.Millisecond}
 			}
-			byAlloc[a] = append(byAlloc[a], item{i, s})
+			if direct {
+				a.sum.Add(s, step, opts.IdleFor)
+			} else {
+				byAlloc[a] = append(byAlloc[a], item{i, s})
+			}
 		}
 	}
 	// Summaries are added in time order (an allocation whose GPU's model
