@@ -32,7 +32,12 @@ type DownsampleOptions struct {
 	// again (default 6 hours; the server keeps it within the embedded store's
 	// out-of-order window).
 	CatchUp time.Duration
-	Now     func() time.Time
+	// StartDelay is how long a starting Downsampler leaves the intervals
+	// that ended before it started (its catch-up) alone, so that agents
+	// replay what they queued while the server was away first (default 10
+	// minutes; negative: none).
+	StartDelay time.Duration
+	Now        func() time.Time
 	Logger  *slog.Logger
 }
 
@@ -51,6 +56,9 @@ func (o *DownsampleOptions) defaults() error {
 	}
 	if o.CatchUp == 0 {
 		o.CatchUp = 6 * time.Hour
+	}
+	if o.StartDelay == 0 {
+		o.StartDelay = 10 * time.Minute
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -82,7 +90,8 @@ type Downsampler struct {
 	q    store.Querier
 	app  store.Appender
 	opts DownsampleOptions
-	next time.Time // intervals ending after it are not looked at yet
+	next    time.Time // intervals ending after it are not looked at yet
+	started time.Time // the first Step's now
 
 	retry   []interval // failed intervals, tried again from retryAt
 	retryAt time.Time
@@ -147,6 +156,13 @@ func (d *Downsampler) Step(ctx context.Context) ([]IntervalStats, error) {
 	target := alignDown(now.Add(-d.opts.Delay), fine)
 	if d.next.IsZero() {
 		d.next = alignDown(target.Add(-d.opts.CatchUp), time.Hour)
+		d.started = now
+	}
+	// Until StartDelay has passed, only the intervals that end after the
+	// start are summarized; the catch-up waits for the agents' replays.
+	from, catchUpWaits := d.next, false
+	if live := alignDown(d.started.Add(-d.opts.Delay), fine); now.Before(d.started.Add(d.opts.StartDelay)) && from.Before(live) {
+		from, catchUpWaits = live, true
 	}
 	oldest := target.Add(-d.opts.CatchUp)
 	todo := map[int64][]time.Duration{}
@@ -158,20 +174,26 @@ func (d *Downsampler) Step(ctx context.Context) ([]IntervalStats, error) {
 		}
 		d.retry = nil
 	}
-	if target.After(d.next) {
+	if target.After(from) {
 		for i := len(Resolutions) - 1; i >= 0; i-- {
 			res := Resolutions[i]
-			marked, err := d.marked(ctx, res, d.next, target)
+			marked, err := d.marked(ctx, res, from, target)
 			if err != nil {
 				return nil, err
 			}
-			for end := alignUp(d.next.Add(time.Millisecond), res); !end.After(target); end = end.Add(res) {
+			for end := alignUp(from.Add(time.Millisecond), res); !end.After(target); end = end.Add(res) {
+				// An hour that began before a waiting catch-up waits too.
+				if catchUpWaits && end.Add(-res).Before(from) {
+					continue
+				}
 				if !marked[end.UnixMilli()] {
 					todo[end.UnixMilli()] = append(todo[end.UnixMilli()], res)
 				}
 			}
 		}
-		d.next = target
+		if !catchUpWaits {
+			d.next = target
+		}
 	}
 	ends := make([]int64, 0, len(todo))
 	for e := range todo {

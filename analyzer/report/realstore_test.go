@@ -64,7 +64,7 @@ func TestDownsampledRealStores(t *testing.T) {
 			if s.Kind() == realstore.VictoriaMetrics {
 				catchUp = 7 * time.Hour
 			}
-			ds, err := NewDownsampler(q, w, DownsampleOptions{Now: func() time.Time { return now }, CatchUp: catchUp})
+			ds, err := NewDownsampler(q, w, DownsampleOptions{Now: func() time.Time { return now }, CatchUp: catchUp, StartDelay: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ import (
 func TestReportDownsampled(t *testing.T) {
 	t0 := time.Now().Add(-4 * time.Hour).Truncate(time.Hour)
 	now := t0.Add(3*time.Hour + 5*time.Minute)
-	s, err := New(Options{DataDir: t.TempDir(), Clock: func() time.Time { return now }, Downsample: &report.DownsampleOptions{}})
+	s, err := New(Options{DataDir: t.TempDir(), Clock: func() time.Time { return now }, Downsample: &report.DownsampleOptions{StartDelay: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
