@@ -38,7 +38,7 @@ type DownsampleOptions struct {
 	// minutes; negative: none).
 	StartDelay time.Duration
 	Now        func() time.Time
-	Logger  *slog.Logger
+	Logger     *slog.Logger
 }
 
 func (o *DownsampleOptions) defaults() error {
@@ -87,9 +87,9 @@ func (o *DownsampleOptions) defaults() error {
 // through store.Querier and store.Appender, so it works the same on the
 // embedded store and on an external one. One Downsampler writes a store.
 type Downsampler struct {
-	q    store.Querier
-	app  store.Appender
-	opts DownsampleOptions
+	q       store.Querier
+	app     store.Appender
+	opts    DownsampleOptions
 	next    time.Time // intervals ending after it are not looked at yet
 	started time.Time // the first Step's now
 

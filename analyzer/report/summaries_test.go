@@ -16,7 +16,9 @@ import (
 // be counted as a gap of an hour and the runs would not join).
 func TestSummariesOfTwoSeriesJoinInTimeOrder(t *testing.T) {
 	start := time.Date(2026, 11, 2, 1, 0, 0, 0, time.UTC) // the end of the first hour
-	pt := func(h int, v float64) store.Point { return store.Point{T: start.Add(time.Duration(h) * time.Hour), V: v} }
+	pt := func(h int, v float64) store.Point {
+		return store.Point{T: start.Add(time.Duration(h) * time.Hour), V: v}
+	}
 	one := telemetry.NewLabels(telemetry.LabelGPUUUID, "GPU-1", telemetry.LabelNamespace, "nlp", telemetry.LabelPod, "p0", LabelResolution, "1h")
 	two := telemetry.NewLabels(telemetry.LabelGPUUUID, "GPU-1", telemetry.LabelNamespace, "nlp", telemetry.LabelPod, "p0", telemetry.LabelAccount, "nlp", LabelResolution, "1h")
 	ms := make([]store.Matrix, len(summaryFields))
