@@ -52,8 +52,10 @@ func (s *Server) startDownsampler(reg prometheus.Registerer) error {
 		case win < 0:
 			win = 45 * time.Minute
 		}
+		// Less the start delay, the delay and an interval: the oldest
+		// catch-up interval is that much older when it is written.
 		if o.CatchUp == 0 {
-			o.CatchUp = max(win-15*time.Minute, 15*time.Minute)
+			o.CatchUp = max(win-30*time.Minute, 15*time.Minute)
 		}
 	} else {
 		u := s.opts.StoreWriteURL
