@@ -307,3 +307,57 @@ func sameReport(t *testing.T, got, want *Report) {
 		}
 	}
 }
+
+// TestDownsamplerCatchUpWaits: a starting Downsampler summarizes the
+// intervals that end after it started at once, and the ones before (its
+// catch-up) only after StartDelay, so that agents' replays land first: an
+// hour of samples that arrives five minutes after the start is in the
+// catch-up's summaries.
+func TestDownsamplerCatchUpWaits(t *testing.T) {
+	st := embeddedtest.Open(t, embedded.Options{Retention: 30 * 24 * time.Hour})
+	ctx := t.Context()
+	start := weekStart.Add(2 * time.Hour)
+	now := start
+	ds, err := NewDownsampler(st, st, DownsampleOptions{Now: func() time.Time { return now }, CatchUp: 50 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := func(from, to time.Time) (int, int) { return int(from.Sub(weekStart) / (10 * time.Second)), int(to.Sub(weekStart) / (10 * time.Second)) }
+	ends := func(done []IntervalStats) []string {
+		var out []string
+		for _, d := range done {
+			out = append(out, fmt.Sprintf("%s@%s", formatDuration(d.Resolution), d.End.Format("15:04")))
+		}
+		return out
+	}
+	// Started at 02:00: nothing has ended since (less the 2-minute delay).
+	done, err := ds.Step(ctx)
+	if err != nil || len(done) != 0 {
+		t.Fatalf("first step: %v %v", ends(done), err)
+	}
+	// 02:08: the agents replay 01:00–02:08; the intervals that were not due
+	// at the start (ending 02:00 and 02:05) are summarized, those due before
+	// and the hour that began before the start wait.
+	a, b := steps(weekStart.Add(time.Hour), start.Add(8*time.Minute))
+	if err := st.Append(ctx, weekSamples(a, b)); err != nil {
+		t.Fatal(err)
+	}
+	now = start.Add(8 * time.Minute)
+	if done, err = ds.Step(ctx); err != nil || fmt.Sprint(ends(done)) != "[5m@02:00 5m@02:05]" {
+		t.Fatalf("at 02:08: %v %v, want [5m@02:00 5m@02:05]", ends(done), err)
+	}
+	// 02:11: the start delay is over; the catch-up hour is summarized, with
+	// the replayed samples.
+	now = start.Add(11 * time.Minute)
+	done, err = ds.Step(ctx)
+	allocs := map[string]int{}
+	for _, d := range done {
+		allocs[fmt.Sprintf("%s@%s", formatDuration(d.Resolution), d.End.Format("15:04"))] = d.Allocations
+	}
+	// The catch-up reaches back to the hour before the start (50 minutes
+	// before 01:55): the replayed five minutes from 01:05 and the hour to
+	// 02:00.
+	if err != nil || len(done) != 12 || allocs["5m@01:05"] == 0 || allocs["1h@02:00"] == 0 {
+		t.Fatalf("at 02:11: %v %v, want eleven five minutes from 01:05 and the hour to 02:00, with allocations", ends(done), err)
+	}
+}
