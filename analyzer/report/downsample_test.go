@@ -322,7 +322,9 @@ func TestDownsamplerCatchUpWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := func(from, to time.Time) (int, int) { return int(from.Sub(weekStart) / (10 * time.Second)), int(to.Sub(weekStart) / (10 * time.Second)) }
+	steps := func(from, to time.Time) (int, int) {
+		return int(from.Sub(weekStart) / (10 * time.Second)), int(to.Sub(weekStart) / (10 * time.Second))
+	}
 	ends := func(done []IntervalStats) []string {
 		var out []string
 		for _, d := range done {
