@@ -38,6 +38,15 @@ type Options struct {
 	// done and the chunks in all.
 	Progress func(done, total int)
 	Now      func() time.Time
+	// RawOnly reads the raw samples alone, never the summaries the server's
+	// Downsampler stores (which give the same numbers: docs/reports.md).
+	RawOnly bool
+	// maxResolution, when set, bounds the summaries read (the Downsampler
+	// adds up five-minute summaries into an hour).
+	maxResolution time.Duration
+	// totalsOnly reads of the summaries only what allocated, measured and
+	// unmeasured need (the previous period).
+	totalsOnly bool
 }
 
 // The series a report reads.
@@ -137,19 +146,40 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 		return nil, err
 	}
 	span := opts.To.Sub(opts.From)
-	chunks := chunkCount(span, opts)
-	total := chunks
-	if !opts.NoPrevious {
-		total *= 2
+	pf := opts.From.Add(-span)
+	curPlan, err := planWindow(ctx, q, opts.From, opts.To, opts)
+	if err != nil {
+		return nil, err
 	}
+	var prevPlan plan
+	if !opts.NoPrevious {
+		if prevPlan, err = planWindow(ctx, q, pf, opts.From, opts); err != nil {
+			return nil, fmt.Errorf("previous period: %w", err)
+		}
+	}
+	total := curPlan.units + prevPlan.units
 	done := 0
+	var mu sync.Mutex
 	progress := func() {
+		mu.Lock()
+		defer mu.Unlock()
 		done++
 		if opts.Progress != nil {
 			opts.Progress(done, total)
 		}
 	}
-	cur, err := read(ctx, q, opts.From, opts.To, opts, progress)
+	// The two periods are read side by side. The previous period shows
+	// allocated, measured and efficiency only.
+	var prev *period
+	var prevErr error
+	var wg sync.WaitGroup
+	if !opts.NoPrevious {
+		popts := opts
+		popts.totalsOnly = true
+		wg.Go(func() { prev, prevErr = read(ctx, q, prevPlan, popts, progress) })
+	}
+	cur, err := read(ctx, q, curPlan, opts, progress)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +195,8 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	r.Groups, r.Total = group(cur.list(), opts.By)
 	r.TopIdleJobs = topIdle(cur.list(), 10)
 	if !opts.NoPrevious {
-		pf := opts.From.Add(-span)
-		prev, err := read(ctx, q, pf, opts.From, opts, progress)
-		if err != nil {
-			return nil, fmt.Errorf("previous period: %w", err)
+		if prevErr != nil {
+			return nil, fmt.Errorf("previous period: %w", prevErr)
 		}
 		r.PreviousFrom, r.PreviousTo = pf, opts.From
 		pg, pt := group(prev.list(), opts.By)
@@ -193,18 +221,27 @@ func chunkCount(span time.Duration, opts Options) int {
 	return (steps + opts.ChunkSteps - 1) / opts.ChunkSteps
 }
 
-// alloc is one GPU held by one consumer (job or pod) in the window: what it
-// was allocated, measured, idle, and the state carried from step to step.
+// alloc is one GPU held by one consumer (job or pod) in the window: its
+// Summary, added up step by step or interval by interval in time order, and
+// at the end what the groups read from it.
 type alloc struct {
+	labels                          telemetry.Labels // the first series' (what the Downsampler stores it under)
 	gpu, node, model                string
 	job, account, user, namespace   string
+	sum                             Summary
 	allocated, measured, unmeasured float64 // seconds
 	idle, gaps                      float64 // seconds
 	smSeconds, utilSeconds          float64 // measured-by seconds, per source
 	peakMiB, totalMiB               float64
-	lastSeen                        int // global step index of the last sample, -1 before the first
-	runSeconds                      float64
-	runSteps                        int
+}
+
+// finish copies the summary into the numbers the groups read.
+func (a *alloc) finish(idleFor time.Duration) {
+	s := &a.sum
+	a.allocated, a.measured, a.unmeasured = s.Allocated, s.Measured, s.Unmeasured
+	a.idle, a.gaps = s.Idle(idleFor), s.Gaps
+	a.smSeconds, a.utilSeconds = s.SMActive, s.GPUUtil
+	a.peakMiB, a.totalMiB = s.FBPeakMiB, s.FBTotalMiB
 }
 
 type period struct {
@@ -220,40 +257,71 @@ func (p *period) list() []*alloc {
 	return out
 }
 
-// read walks [from, to) chunk by chunk.
-func read(ctx context.Context, q store.Querier, from, to time.Time, opts Options, progress func()) (*period, error) {
-	p := &period{allocs: map[string]*alloc{}}
-	s := opts.Step
-	steps := int(to.Sub(from) / s)
-	models := map[string]string{}
-	for first := 0; first < steps; first += opts.ChunkSteps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+// consumer is the allocation an allocation series (or a stored summary)
+// belongs to, from its labels: nil when it names no GPU or no job or pod.
+func (p *period) consumer(ls telemetry.Labels) *alloc {
+	uuid := label(ls, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID)
+	job := ls.Get(telemetry.LabelJobID)
+	account, user, ns := ls.Get(telemetry.LabelAccount), ls.Get(telemetry.LabelUser), ls.Get(telemetry.LabelNamespace)
+	if pod := ls.Get(telemetry.LabelPod); job == "" && pod != "" {
+		job = ns + "/" + pod
+		if account == "" {
+			account = ns
 		}
-		n := min(opts.ChunkSteps, steps-first)
-		if err := readChunk(ctx, q, p, from, first, n, opts, models); err != nil {
-			return nil, err
-		}
-		progress()
 	}
-	// An idle run still open at the window's end counts if long enough.
+	if uuid == "" || job == "" {
+		return nil // not attributable to a GPU or a consumer
+	}
+	if account == "" {
+		account = None
+	}
+	if user == "" {
+		user = account
+	}
+	key := uuid + "\x00" + job + "\x00" + account + "\x00" + user + "\x00" + ns
+	a := p.allocs[key]
+	if a == nil {
+		a = &alloc{labels: ls, gpu: uuid, node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), job: job,
+			account: account, user: user, namespace: ns}
+		p.allocs[key] = a
+		p.order = append(p.order, key)
+	}
+	return a
+}
+
+// read walks [from, to) in time order: stored summaries where the
+// Downsampler wrote them and opts allow them, raw samples chunk by chunk
+// elsewhere.
+func read(ctx context.Context, q store.Querier, pl plan, opts Options, progress func()) (*period, error) {
+	p := &period{allocs: map[string]*alloc{}}
+	models := map[string]string{}
+	for _, sg := range pl.segments {
+		if sg.res > 0 {
+			if err := readSummaries(ctx, q, p, sg, opts, progress); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		steps := int(sg.to.Sub(sg.from) / opts.Step)
+		for first := 0; first < steps; first += opts.ChunkSteps {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			n := min(opts.ChunkSteps, steps-first)
+			if err := readChunk(ctx, q, p, sg.from, first, n, opts, models); err != nil {
+				return nil, err
+			}
+			progress()
+		}
+	}
 	for _, k := range p.order {
 		a := p.allocs[k]
-		a.closeRun(opts.IdleFor, opts.Step)
+		a.finish(opts.IdleFor)
 		if a.model == "" {
 			a.model = models[a.gpu]
 		}
 	}
 	return p, nil
-}
-
-// closeRun ends the current idle run: its allocated seconds are idle when
-// the run lasted at least idleFor of wall time (its steps, not its share).
-func (a *alloc) closeRun(idleFor, step time.Duration) {
-	if a.runSteps > 0 && time.Duration(a.runSteps)*step >= idleFor {
-		a.idle += a.runSeconds
-	}
-	a.runSeconds, a.runSteps = 0, 0
 }
 
 func promDuration(d time.Duration) string {
@@ -334,7 +402,19 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 	for i, e := range exprs {
 		wg.Go(func() { ms[i], errs[i] = rangeQ(e) })
 	}
-	wg.Go(func() { totals, errs[len(exprs)] = memTotals(ctx, q, r.End, time.Duration(n)*s, chunkModels) })
+	// The framebuffer's size: a GPU allocated in the chunk without
+	// FB_TOTAL needs its used + free + reserved.
+	need := func(totals map[string]float64) bool {
+		for _, ser := range allocM {
+			if uuid := label(ser.Labels, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID); uuid != "" {
+				if _, ok := totals[uuid]; !ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	wg.Go(func() { totals, errs[len(exprs)] = memTotals(ctx, q, r.End, time.Duration(n)*s, chunkModels, need) })
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -352,32 +432,9 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 	byGPU := map[string][]series{}
 	var gpus []string
 	for _, ser := range allocM {
-		ls := ser.Labels
-		uuid := label(ls, telemetry.LabelGPUUUID, telemetry.DCGMLabelUUID)
-		job := ls.Get(telemetry.LabelJobID)
-		account, user, ns := ls.Get(telemetry.LabelAccount), ls.Get(telemetry.LabelUser), ls.Get(telemetry.LabelNamespace)
-		if pod := ls.Get(telemetry.LabelPod); job == "" && pod != "" {
-			job = ns + "/" + pod
-			if account == "" {
-				account = ns
-			}
-		}
-		if uuid == "" || job == "" {
-			continue // not attributable to a GPU or a consumer
-		}
-		if account == "" {
-			account = None
-		}
-		if user == "" {
-			user = account
-		}
-		key := uuid + "\x00" + job + "\x00" + account + "\x00" + user + "\x00" + ns
-		a := p.allocs[key]
+		a := p.consumer(ser.Labels)
 		if a == nil {
-			a = &alloc{gpu: uuid, node: label(ls, telemetry.LabelNode, telemetry.DCGMLabelHostname), job: job,
-				account: account, user: user, namespace: ns, lastSeen: -1}
-			p.allocs[key] = a
-			p.order = append(p.order, key)
+			continue
 		}
 		counts := make([]float64, n)
 		for _, pt := range ser.Points {
@@ -385,10 +442,10 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 				counts[i] += pt.V
 			}
 		}
-		if byGPU[uuid] == nil {
-			gpus = append(gpus, uuid)
+		if byGPU[a.gpu] == nil {
+			gpus = append(gpus, a.gpu)
 		}
-		byGPU[uuid] = append(byGPU[uuid], series{a, counts})
+		byGPU[a.gpu] = append(byGPU[a.gpu], series{a, counts})
 	}
 	sort.Strings(gpus)
 	sec := s.Seconds()
@@ -414,43 +471,13 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 			if memv != nil {
 				used = memv[i]
 			}
-			g := first + i // global step index
+			end := start.Add(time.Duration(i) * s)
 			for _, x := range ss {
-				a := x.a
 				if x.counts[i] <= 0 {
 					continue
 				}
-				if a.lastSeen >= 0 && g-a.lastSeen > 1 {
-					a.gaps += float64(g-a.lastSeen-1) * sec
-					a.closeRun(opts.IdleFor, opts.Step) // a gap breaks an idle run
-				}
-				a.lastSeen = g
 				held := sec * math.Min(1, x.counts[i]*ratio) / float64(k)
-				a.allocated += held
-				switch src {
-				case "":
-					a.unmeasured += held
-					a.closeRun(opts.IdleFor, opts.Step)
-				default:
-					a.measured += held * act
-					if src == SourceSMActive {
-						a.smSeconds += held
-					} else {
-						a.utilSeconds += held
-					}
-					if act < opts.IdleBelow {
-						a.runSeconds += held
-						a.runSteps++
-					} else {
-						a.closeRun(opts.IdleFor, opts.Step)
-					}
-				}
-				if !math.IsNaN(used) && used > a.peakMiB {
-					a.peakMiB = used
-				}
-				if total > a.totalMiB {
-					a.totalMiB = total
-				}
+				x.a.sum.Add(stepSummary(end, s, held, act, src, opts.IdleBelow, used, total), s, opts.IdleFor)
 			}
 		}
 	}
@@ -458,8 +485,9 @@ func readChunk(ctx context.Context, q store.Querier, p *period, from time.Time, 
 }
 
 // memTotals is each GPU's framebuffer size in MiB at the end of a chunk:
-// DCGM_FI_DEV_FB_TOTAL where the store has it, else used + free + reserved.
-func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Duration, models map[string]string) (map[string]float64, error) {
+// DCGM_FI_DEV_FB_TOTAL where the store has it for the GPU, else (need says
+// which GPUs lack it) the last used + free + reserved.
+func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Duration, models map[string]string, need func(map[string]float64) bool) (map[string]float64, error) {
 	w := "[" + promDuration(span) + "]"
 	get := func(fn, metric string) (map[string]float64, error) {
 		v, err := q.Instant(ctx, fn+"("+metric+w+")", at)
@@ -480,18 +508,24 @@ func memTotals(ctx context.Context, q store.Querier, at time.Time, span time.Dur
 		return m, nil
 	}
 	totals, err := get("max_over_time", metricFBTotal)
-	if err != nil || len(totals) > 0 {
+	if err != nil || !need(totals) {
 		return totals, err
 	}
-	// No FB_TOTAL (dcgm-exporter's default set has none): the last used +
-	// free + reserved.
+	// A GPU without FB_TOTAL (dcgm-exporter's default set has none): its
+	// last used + free + reserved.
+	sum := map[string]float64{}
 	for _, metric := range []string{metricFBUsed, metricFBFree, metricFBReserved} {
 		part, err := get("last_over_time", metric)
 		if err != nil {
 			return nil, err
 		}
 		for uuid, v := range part {
-			totals[uuid] += v
+			sum[uuid] += v
+		}
+	}
+	for uuid, v := range sum {
+		if _, ok := totals[uuid]; !ok {
+			totals[uuid] = v
 		}
 	}
 	return totals, nil

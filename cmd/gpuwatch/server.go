@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/kube"
 	"github.com/gpuwatch/gpuwatch/scheduler/adapters/slurm"
@@ -68,6 +69,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Int64Var(&o.MinFreeBytes, "store.min-free-bytes", 64<<20, "the embedded store refuses writes (503: agents keep their queues) while its disk has less free space than this, so that its WAL never meets a full disk (negative: no check)")
 	fs.Var(promDuration{&o.OutOfOrderWindow}, "out-of-order-window", "how far back agents may replay samples buffered during an outage")
 	fs.StringVar(&o.StoreURL, "store.url", "", "use this VictoriaMetrics or Prometheus instead of the embedded store (http://host:port)")
+	fs.StringVar(&o.StoreWriteURL, "store.write-url", "", "with --store.url: where the server writes the report's summaries by remote write (default: --store.url + /api/v1/write; Prometheus needs --web.enable-remote-write-receiver)")
+	downsample := fs.Bool("report.downsample", true, "keep five-minute and hourly summaries of every GPU allocation in the store, so that a week's utilization report reads them instead of every sample (docs/reports.md)")
+	dsOpts := report.DownsampleOptions{}
+	fs.DurationVar(&dsOpts.Delay, "report.downsample-delay", 2*time.Minute, "with --report.downsample: summarize an interval this long after it ends (samples that arrive later are left out of its summary)")
 	fs.Int64Var(&o.Limits.MaxBodyBytes, "limits.request-bytes", o.Limits.MaxBodyBytes, "largest compressed ingest request body")
 	fs.IntVar(&o.Limits.MaxSamplesPerRequest, "limits.samples", o.Limits.MaxSamplesPerRequest, "most samples in one ingest request")
 	fs.IntVar(&o.Limits.MaxSeriesPerRequest, "limits.series", o.Limits.MaxSeriesPerRequest, "most series in one ingest request")
@@ -214,6 +219,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else if set["placement.interval"] || set["placement.slurm"] || set["placement.straggler-weight"] || set["placement.straggler-window"] || set["placement.k8s-live"] {
 		return fmt.Errorf("%w: --placement.* need --placement", errUsage)
+	}
+	if *downsample {
+		o.Downsample = &dsOpts
+	} else if set["report.downsample-delay"] || set["store.write-url"] {
+		return fmt.Errorf("%w: --report.downsample-delay and --store.write-url need --report.downsample", errUsage)
 	}
 	ro.Files, ro.Alertmanagers = ruleFiles, alertmanagers
 	if o.StoreURL == "" {

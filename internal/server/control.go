@@ -140,6 +140,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.rules != nil {
 		s.rules.start()
 	}
+	if s.downsample != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.downsample.run(ctx) }()
+	}
 	if s.embedded != nil && s.opts.SelfInterval >= 0 {
 		every := s.opts.SelfInterval
 		if every == 0 {

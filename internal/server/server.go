@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/internal/auth"
 	"github.com/gpuwatch/gpuwatch/internal/serve"
 	"github.com/gpuwatch/gpuwatch/internal/ui"
@@ -56,6 +57,14 @@ type Options struct {
 	// "http://host:8428", Prometheus "http://host:9090"); queries go there and
 	// /api/v1/* is proxied to it, so agents and Grafana may use either address.
 	StoreURL string
+	// StoreWriteURL is where the server writes into the external store (the
+	// report's summaries) by remote write; default StoreURL + /api/v1/write
+	// (VictoriaMetrics; Prometheus with --web.enable-remote-write-receiver).
+	StoreWriteURL string
+	// Downsample, when set, keeps the utilization report's summaries in the
+	// store (analyzer/report.Downsampler), so that a week's report reads
+	// them instead of every sample: docs/reports.md.
+	Downsample *report.DownsampleOptions
 	// Limits bound what one ingest request may carry.
 	Limits ingest.Limits
 	// StateDir holds the control plane's own state (the fair-share ledger, the
@@ -130,6 +139,7 @@ type Server struct {
 	placement      *service.Service  // nil unless Options.Placement
 	liveTopo       *liveTopology     // nil unless PlacementOptions.LiveLocations
 	rules          *ruleEngine       // nil unless Options.Rules and the embedded store
+	downsample     *downsampler      // nil unless Options.Downsample
 	ui             uiState           // the web UI's sessions and latest health reports (ui.go)
 	leading        atomic.Bool       // with Options.Elector: this replica leads and has taken over (leader.go)
 }
@@ -183,6 +193,9 @@ func New(opts Options) (*Server, error) {
 		if err := s.control(mux, reg); err != nil {
 			return nil, err
 		}
+		if err := s.startDownsampler(reg); err != nil {
+			return nil, err
+		}
 		if err := s.mountUI(mux, "external store at "+opts.StoreURL); err != nil {
 			return nil, err
 		}
@@ -212,6 +225,10 @@ func New(opts Options) (*Server, error) {
 			s.drain.Close()
 		}
 		st.Close()
+		return nil, err
+	}
+	if err := s.startDownsampler(reg); err != nil {
+		s.Close(context.Background())
 		return nil, err
 	}
 	if err := s.mountUI(mux, "embedded Prometheus TSDB in "+opts.DataDir); err != nil {

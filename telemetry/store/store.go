@@ -51,6 +51,17 @@ type Querier interface {
 	Range(ctx context.Context, expr string, r Range) (Matrix, error)
 }
 
+// SampleReader reads stored samples as they are, without evaluating PromQL:
+// every sample in (from, to] of every series the selector (a series
+// selector such as `up{job="x"}`) matches, oldest first, labels with
+// __name__. A store offers it where it is cheaper than a range query, which
+// evaluates every series at every step: reading a week of hourly values of
+// 100,000 series that each live a few hours. Callers fall back to Range on
+// a Querier without it.
+type SampleReader interface {
+	Samples(ctx context.Context, selector string, from, to time.Time) (Matrix, error)
+}
+
 // Appender stores samples. Append is all or nothing: when it returns an error,
 // none of the batch was stored.
 type Appender interface {

@@ -6,16 +6,13 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/snappy"
-	"github.com/prometheus/prometheus/prompb"
-
 	"github.com/gpuwatch/gpuwatch/telemetry"
+	"github.com/gpuwatch/gpuwatch/telemetry/store/remote"
 )
 
 // Write sends samples to the server with Prometheus remote write 1.0 (protobuf,
@@ -97,33 +94,7 @@ func post(url string, samples []telemetry.Sample) error {
 // EncodeWriteRequest builds a snappy-compressed remote-write 1.0 request body:
 // one TimeSeries per label set, its samples in the order given.
 func EncodeWriteRequest(samples []telemetry.Sample) ([]byte, error) {
-	index := map[string]int{}
-	var wr prompb.WriteRequest
-	for i, sm := range samples {
-		if sm.Time.IsZero() {
-			return nil, fmt.Errorf("sample %d (%s%s) has no time", i, sm.Name, sm.Labels)
-		}
-		key := sm.Name + sm.Labels.String()
-		k, ok := index[key]
-		if !ok {
-			ls := []prompb.Label{{Name: "__name__", Value: sm.Name}}
-			for _, l := range sm.Labels {
-				if l.Value != "" {
-					ls = append(ls, prompb.Label{Name: l.Name, Value: l.Value})
-				}
-			}
-			sort.Slice(ls, func(a, b int) bool { return ls[a].Name < ls[b].Name })
-			k = len(wr.Timeseries)
-			index[key] = k
-			wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: ls})
-		}
-		wr.Timeseries[k].Samples = append(wr.Timeseries[k].Samples, prompb.Sample{Value: sm.Value, Timestamp: sm.Time.UnixMilli()})
-	}
-	raw, err := wr.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("marshal write request: %w", err)
-	}
-	return snappy.Encode(nil, raw), nil
+	return remote.EncodeWriteRequest(samples)
 }
 
 // ImportSamples sends samples to VictoriaMetrics's text import endpoint, with

@@ -18,9 +18,12 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/gpuwatch/gpuwatch/telemetry"
 	"github.com/gpuwatch/gpuwatch/telemetry/store"
@@ -127,6 +130,10 @@ func Open(opts Options) (*Store, error) {
 	to.RetentionDuration = opts.Retention.Milliseconds()
 	to.MaxBytes = opts.MaxBytes
 	to.OutOfOrderTimeWindow = opts.OutOfOrderWindow.Milliseconds()
+	// Blocks are compacted into larger ones up to a tenth of the retention
+	// (at most 31 days), as Prometheus's own server sets it: the library's
+	// default keeps every 2-hour block, and a week's query then opens 84.
+	to.MaxBlockDuration = max(to.MinBlockDuration, min(opts.Retention.Milliseconds()/10, (31*24*time.Hour).Milliseconds()))
 	db, err := tsdb.Open(opts.Dir, logger.With("component", "tsdb"), opts.Registerer, to, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: open TSDB in %s: %w", opts.Dir, err)
@@ -370,6 +377,49 @@ func (s *Store) Range(ctx context.Context, expr string, r store.Range) (store.Ma
 		return nil, fmt.Errorf("embedded store: range query %q returned a %s, not a matrix", expr, res.Value.Type())
 	}
 	return FromPromQLMatrix(m), nil
+}
+
+// Samples reads the stored samples in (from, to] of the series selector
+// matches (store.SampleReader): straight from the TSDB, no query engine.
+func (s *Store) Samples(ctx context.Context, selector string, from, to time.Time) (store.Matrix, error) {
+	ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(selector)
+	if err != nil {
+		return nil, fmt.Errorf("embedded store: series selector %q: %w", selector, err)
+	}
+	mint, maxt := from.UnixMilli()+1, to.UnixMilli()
+	q, err := s.db.Querier(mint, maxt)
+	if err != nil {
+		return nil, fmt.Errorf("embedded store: reading %s: %w", selector, err)
+	}
+	defer q.Close()
+	set := q.Select(ctx, true, &storage.SelectHints{Start: mint, End: maxt}, ms...)
+	var out store.Matrix
+	var it chunkenc.Iterator
+	for set.Next() {
+		ser := set.At()
+		it = ser.Iterator(it)
+		var pts []store.Point
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				continue // native histograms: gpuwatch writes none
+			}
+			t, v := it.At()
+			if t < mint || t > maxt || value.IsStaleNaN(v) {
+				continue
+			}
+			pts = append(pts, store.Point{T: timestamp.Time(t).UTC(), V: v})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("embedded store: reading %s: %w", selector, err)
+		}
+		if len(pts) > 0 {
+			out = append(out, store.Series{Labels: toTelemetry(ser.Labels()), Points: pts})
+		}
+	}
+	if err := set.Err(); err != nil {
+		return nil, fmt.Errorf("embedded store: reading %s: %w", selector, err)
+	}
+	return out, nil
 }
 
 // MaxPointsPerSeries is the most points a range query may ask of one series,

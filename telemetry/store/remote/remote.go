@@ -186,6 +186,48 @@ func (q *Querier) Range(ctx context.Context, expr string, r store.Range) (store.
 	return out, nil
 }
 
+var _ store.SampleReader = (*Querier)(nil)
+
+// Samples reads the stored samples in (from, to] of the series selector
+// matches (store.SampleReader), as the answer to the instant query
+// selector[to−from] at to: Prometheus and VictoriaMetrics both answer a
+// range selector with the samples as stored.
+func (q *Querier) Samples(ctx context.Context, selector string, from, to time.Time) (store.Matrix, error) {
+	if !to.After(from) {
+		return nil, fmt.Errorf("remote store %s: reading %s: the window %s to %s is empty", q.base, selector, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	}
+	expr := selector + "[" + strconv.FormatInt(to.Sub(from).Milliseconds(), 10) + "ms]"
+	data, err := q.do(ctx, "/api/v1/query", expr, url.Values{"query": {expr}, "time": {formatTime(to)}})
+	if err != nil {
+		return nil, err
+	}
+	if data.ResultType != "matrix" {
+		return nil, &Error{URL: q.endpoint("/api/v1/query"), Query: expr, Message: fmt.Sprintf("answer is a %q, not a matrix", data.ResultType)}
+	}
+	var raw []struct {
+		Metric map[string]string `json:"metric"`
+		Values []point           `json:"values"`
+	}
+	if err := json.Unmarshal(data.Result, &raw); err != nil {
+		return nil, q.decodeErr("/api/v1/query", expr, err)
+	}
+	out := make(store.Matrix, 0, len(raw))
+	for _, s := range raw {
+		pts := make([]store.Point, 0, len(s.Values))
+		for _, p := range s.Values {
+			// Prometheus before 3.0 closes the window on both ends.
+			if p.T.After(from) && !p.T.After(to) {
+				pts = append(pts, store.Point{T: p.T, V: p.V})
+			}
+		}
+		if len(pts) > 0 {
+			out = append(out, store.Series{Labels: toLabels(s.Metric), Points: pts})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return lessLabels(out[i].Labels, out[j].Labels) })
+	return out, nil
+}
+
 type envelope struct {
 	Status    string          `json:"status"`
 	Data      json.RawMessage `json:"data"`
