@@ -140,7 +140,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.rules != nil {
 		s.rules.start()
 	}
-	if s.downsample != nil {
+	// With an Elector the leader downsamples while it leads (lead): the
+	// replicas share one store, and one writer keeps each interval's
+	// summaries written once.
+	if s.downsample != nil && s.opts.Elector == nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.downsample.run(ctx) }()
 	}

@@ -80,3 +80,51 @@ func metrics(t *testing.T, base string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestDownsampleOnLeaderOnly: with an Elector the replicas share one store,
+// so only the leader writes the report's summaries: a follower writes none
+// however long it runs, and the same server writes them once it leads.
+func TestDownsampleOnLeaderOnly(t *testing.T) {
+	t0 := time.Now().Add(-4 * time.Hour).Truncate(time.Hour)
+	now := t0.Add(3*time.Hour + 5*time.Minute)
+	el := &handElector{id: "server-1", leader: "server-0", granted: make(chan struct{}), lost: make(chan struct{})}
+	s, err := New(Options{DataDir: t.TempDir(), Clock: func() time.Time { return now }, Elector: el,
+		Downsample: &report.DownsampleOptions{StartDelay: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(t.Context())
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	if err := s.Appender().Append(t.Context(), oneJobHour(t0.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	summaries := func() float64 {
+		v, err := s.Querier().Instant(t.Context(), `count(count_over_time(`+report.MetricSummaries+`[4h]))`, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) == 0 {
+			return 0
+		}
+		return v[0].Value
+	}
+	// The leader's first pass runs at once (TestReportDownsampled sees it
+	// within a moment); a second of following is several of its passes.
+	time.Sleep(time.Second)
+	if n := summaries(); n != 0 || strings.Contains(metrics(t, ts.URL), `gpuwatch_report_downsample_samples_total{`) {
+		t.Fatalf("a follower wrote %v summary markers", n)
+	}
+	close(el.granted)
+	deadline := time.Now().Add(30 * time.Second)
+	for summaries() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader wrote no summary in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

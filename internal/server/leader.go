@@ -68,7 +68,7 @@ func (s *Server) acting() bool { return s.opts.Elector == nil || s.leading.Load(
 
 // lead is what the leader runs while it leads: the drain controller takes
 // over (retried until it can read the scheduler's drains), then acts until
-// the lead ends.
+// the lead ends; the report's downsampler runs on the leader only.
 func (s *Server) lead(ctx context.Context) {
 	log := s.opts.Logger.With("component", "leader")
 	if s.drain != nil {
@@ -93,6 +93,14 @@ func (s *Server) lead(ctx context.Context) {
 	s.leading.Store(true)
 	defer s.leading.Store(false)
 	log.Info("acting as the leader", "identity", s.opts.Elector.Identity())
+	if s.downsample != nil {
+		// The report's summaries go into the store the replicas share: the
+		// leader alone writes them (a new leader carries on from the
+		// intervals the store marks summarized).
+		done := make(chan struct{})
+		go func() { defer close(done); s.downsample.run(ctx) }()
+		defer func() { <-done }()
+	}
 	if s.drain != nil {
 		s.drain.Run(ctx)
 		return
