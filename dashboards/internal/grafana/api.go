@@ -39,13 +39,9 @@ func Empty(ss []Series) bool {
 	return true
 }
 
-func (a *API) get(ctx context.Context, path string, q url.Values, out any) error {
-	// Grafana sends queries as a form POST (its default HTTP method).
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+path, strings.NewReader(q.Encode()))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+// do sends req with the data source's Authorization header and returns the
+// answer's status and body.
+func (a *API) do(req *http.Request) (*http.Response, []byte, error) {
 	if a.Authorization != "" {
 		req.Header.Set("Authorization", a.Authorization)
 	}
@@ -55,10 +51,21 @@ func (a *API) get(ctx context.Context, path string, q url.Values, out any) error
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	return resp, body, err
+}
+
+func (a *API) get(ctx context.Context, path string, q url.Values, out any) error {
+	// Grafana sends queries as a form POST (its default HTTP method).
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+path, strings.NewReader(q.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, body, err := a.do(req)
 	if err != nil {
 		return err
 	}
@@ -84,19 +91,7 @@ func (a *API) GetJSON(ctx context.Context, path string, q url.Values, out any) e
 	if err != nil {
 		return err
 	}
-	if a.Authorization != "" {
-		req.Header.Set("Authorization", a.Authorization)
-	}
-	c := a.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	resp, body, err := a.do(req)
 	if err != nil {
 		return err
 	}
@@ -122,24 +117,16 @@ func (a *API) LabelValues(ctx context.Context, label, match string, start, end t
 	if err != nil {
 		return nil, err
 	}
-	if a.Authorization != "" {
-		req.Header.Set("Authorization", a.Authorization)
-	}
-	c := a.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, body, err := a.do(req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	var env struct {
 		Status string   `json:"status"`
 		Error  string   `json:"error"`
 		Data   []string `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Status != "success" {
+	if err := json.Unmarshal(body, &env); err != nil || env.Status != "success" {
 		return nil, fmt.Errorf("GET /api/v1/label/%s/values: %s: %s %v", label, resp.Status, env.Error, err)
 	}
 	out = env.Data
