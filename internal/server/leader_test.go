@@ -224,3 +224,125 @@ func getText(t *testing.T, url string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// handLeaderService is a LeaderService that fails its first failures
+// publications and counts the ones that succeeded.
+type handLeaderService struct {
+	mu        sync.Mutex
+	failures  int
+	calls     int
+	published int
+}
+
+func (l *handLeaderService) Publish(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.calls <= l.failures {
+		return errors.New("endpointslices is forbidden")
+	}
+	l.published++
+	return nil
+}
+
+func (l *handLeaderService) Name() string { return "gpuwatch-server-leader.gpuwatch.svc" }
+
+func (l *handLeaderService) counts() (calls, published int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls, l.published
+}
+
+// TestLeaderService: a follower never publishes the leader Service and names
+// it in its 503, its leader status and its UI footer; once it leads and acts
+// it publishes itself, and a failure to (the first two attempts) neither
+// stops it acting nor goes unseen: it is counted, retried within seconds, and
+// the published gauge says 1 only once a publication succeeded. Then it
+// keeps publishing every interval while it leads.
+func TestLeaderService(t *testing.T) {
+	el := &handElector{id: "server-1", leader: "server-0", granted: make(chan struct{}), lost: make(chan struct{})}
+	ls := &handLeaderService{failures: 2}
+	s, err := New(Options{DataDir: t.TempDir(), Elector: el, LeaderService: ls, LeaderServiceInterval: 300 * time.Millisecond,
+		Drain: &DrainOptions{Policy: drain.DefaultPolicy(), Actuator: drain.NewLogActuator(io.Discard), ActuatorName: "log", PollInterval: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- s.Run(ctx) }()
+
+	manual, _ := json.Marshal(drain.ManualRequest{Node: "gpu-08", Reason: "PSU swap", User: "alice"})
+	resp := post(t, ts.URL+APIPrefix+"/drain", "application/json", manual, nil)
+	var refusal struct {
+		Error         string `json:"error"`
+		Leader        string `json:"leader"`
+		LeaderService string `json:"leader_service"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&refusal); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || refusal.Leader != "server-0" || refusal.LeaderService != ls.Name() ||
+		!strings.Contains(refusal.Error, "server-0") || !strings.Contains(refusal.Error, "leader Service gpuwatch-server-leader.gpuwatch.svc") {
+		t.Errorf("drain on the follower: %d %+v; want 503 naming server-0 and the leader Service", resp.StatusCode, refusal)
+	}
+	var st LeaderStatus
+	getJSON(t, ts.URL+APIPrefix+"/leader", &st)
+	if st.Service != ls.Name() || st.Acting {
+		t.Errorf("follower's leader status %+v", st)
+	}
+	if page := getText(t, ts.URL+"/"); !strings.Contains(page, "through gpuwatch-server-leader.gpuwatch.svc") {
+		t.Errorf("the follower's index page does not name the leader Service:\n%.2000s", page)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if calls, _ := ls.counts(); calls != 0 {
+		t.Errorf("the follower published the leader Service %d times", calls)
+	}
+	if v := metricValue(t, ts.URL, "gpuwatch_server_leader_service_published"); v != "0" {
+		t.Errorf("published gauge on the follower = %s", v)
+	}
+
+	close(el.granted)
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.Leader().Acting && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !s.Leader().Acting {
+		t.Fatal("the leader does not act")
+	}
+	// Acting while the first publications fail: control requests are taken.
+	if resp := post(t, ts.URL+APIPrefix+"/drain", "application/json", manual, nil); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("POST /drain on the leader: %d", resp.StatusCode)
+	}
+	for time.Now().Before(deadline) && metricValue(t, ts.URL, "gpuwatch_server_leader_service_published") != "1" {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v := metricValue(t, ts.URL, "gpuwatch_server_leader_service_published"); v != "1" {
+		t.Fatalf("published gauge on the leader = %s after %d failures", v, ls.failures)
+	}
+	if v := metricValue(t, ts.URL, "gpuwatch_server_leader_service_errors_total"); v != "2" {
+		t.Errorf("gpuwatch_server_leader_service_errors_total = %s, want 2", v)
+	}
+	calls, published := ls.counts()
+	if calls != 3 || published != 1 {
+		t.Errorf("after the first success: %d calls, %d published; want 3 and 1", calls, published)
+	}
+	time.Sleep(1 * time.Second) // three intervals
+	if _, p := ls.counts(); p < 3 {
+		t.Errorf("%d publications in 1 s at a 300 ms interval: the leader does not keep the Service pointed at it", p)
+	}
+
+	close(el.lost)
+	if err := <-runErr; !errors.Is(err, errLost) {
+		t.Errorf("Run after the lead was lost = %v", err)
+	}
+	if v := metricValue(t, ts.URL, "gpuwatch_server_leader_service_published"); v != "0" {
+		t.Errorf("published gauge after the lead was lost = %s", v)
+	}
+	if _, err := New(Options{DataDir: t.TempDir(), LeaderService: ls}); err == nil {
+		t.Error("a leader Service without an Elector accepted")
+	}
+}

@@ -123,6 +123,14 @@ type Options struct {
 	// 503 naming the leader while it serves reads and takes health reports.
 	// Replicas share an external store (StoreURL).
 	Elector Elector
+	// LeaderService, with Elector, points a Service at the acting leader
+	// (leader.go): once this replica has taken over and acts, it publishes
+	// itself there, and again every LeaderServiceInterval (default 10 s;
+	// sooner after a failure), so that control requests sent to the Service
+	// reach the one server that takes them. A failure is logged and counted;
+	// the leader acts regardless. Followers name it in their 503.
+	LeaderService         LeaderService
+	LeaderServiceInterval time.Duration
 }
 
 // Server is one gpuwatch server.
@@ -142,6 +150,7 @@ type Server struct {
 	downsample     *downsampler      // nil unless Options.Downsample
 	ui             uiState           // the web UI's sessions and latest health reports (ui.go)
 	leading        atomic.Bool       // with Options.Elector: this replica leads and has taken over (leader.go)
+	leaderSvc      leaderSvcMetrics  // with Options.LeaderService (leader.go)
 }
 
 // New opens the store and builds the HTTP handler.
@@ -154,6 +163,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Limits == (ingest.Limits{}) {
 		opts.Limits = ingest.DefaultLimits()
+	}
+	if opts.LeaderService != nil && opts.Elector == nil {
+		return nil, errors.New("server: a leader Service needs leader election (Options.Elector)")
+	}
+	if opts.LeaderServiceInterval <= 0 {
+		opts.LeaderServiceInterval = 10 * time.Second
 	}
 	s := &Server{opts: opts}
 	reg := prometheus.NewRegistry()
