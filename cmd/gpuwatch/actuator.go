@@ -3,10 +3,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -118,6 +121,7 @@ type electFlags struct {
 	on                          bool
 	lease, identity             string
 	duration, deadline, retries time.Duration
+	service, address            string
 }
 
 func (f *electFlags) register(fs *flag.FlagSet) {
@@ -127,43 +131,97 @@ func (f *electFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "leader-elect.lease-duration", kube.DefaultLeaseDuration, "with --leader-elect: how long a leader's lease lasts unrenewed (whole seconds): a killed leader is replaced after at most this plus --leader-elect.retry-period")
 	fs.DurationVar(&f.deadline, "leader-elect.renew-deadline", kube.DefaultRenewDeadline, "with --leader-elect: a leader that cannot renew within this stops acting and exits (shorter than the lease duration)")
 	fs.DurationVar(&f.retries, "leader-elect.retry-period", kube.DefaultRetryPeriod, "with --leader-elect: how often replicas try to take or renew the lease")
+	fs.StringVar(&f.service, "leader-elect.service", "", "with --leader-elect: a selector-less Service, NAMESPACE/NAME, that the acting leader points at itself (it writes the Service's EndpointSlice with --leader-elect.address), so that control requests sent to it reach the leader")
+	fs.StringVar(&f.address, "leader-elect.address", "", "with --leader-elect.service: this replica's address, IP[:PORT] (the pod's IP; default port: --listen's)")
 }
 
-// elector builds the Elector of the flags: nil without --leader-elect.
-func (f *electFlags) elector(set map[string]bool, kubeconfig, storeURL string, log *slog.Logger) (server.Elector, error) {
+// elector builds the Elector of the flags, nil without --leader-elect, and
+// the leader Service, nil without --leader-elect.service. listen is
+// --listen, whose port is the address's default.
+func (f *electFlags) elector(set map[string]bool, kubeconfig, storeURL, listen string, log *slog.Logger) (server.Elector, server.LeaderService, error) {
 	if !f.on {
-		for _, n := range []string{"leader-elect.lease", "leader-elect.identity", "leader-elect.lease-duration", "leader-elect.renew-deadline", "leader-elect.retry-period"} {
+		for _, n := range []string{"leader-elect.lease", "leader-elect.identity", "leader-elect.lease-duration", "leader-elect.renew-deadline", "leader-elect.retry-period",
+			"leader-elect.service", "leader-elect.address"} {
 			if set[n] {
-				return nil, fmt.Errorf("%w: --%s needs --leader-elect", errUsage, n)
+				return nil, nil, fmt.Errorf("%w: --%s needs --leader-elect", errUsage, n)
 			}
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	if storeURL == "" {
-		return nil, fmt.Errorf("%w: --leader-elect needs --store.url: replicas share one store (an embedded store per replica would hold only the samples sent to it)", errUsage)
+		return nil, nil, fmt.Errorf("%w: --leader-elect needs --store.url: replicas share one store (an embedded store per replica would hold only the samples sent to it)", errUsage)
 	}
-	ns, name, ok := strings.Cut(f.lease, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("%w: --leader-elect.lease %q: want NAMESPACE/NAME of the Lease", errUsage, f.lease)
+	ns, name, ok := splitNamespaced(f.lease)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: --leader-elect.lease %q: want NAMESPACE/NAME of the Lease", errUsage, f.lease)
 	}
 	id := f.identity
 	if id == "" {
 		var err error
 		if id, err = os.Hostname(); err != nil || id == "" {
-			return nil, fmt.Errorf("%w: --leader-elect: no host name for an identity (%v): give --leader-elect.identity", errUsage, err)
+			return nil, nil, fmt.Errorf("%w: --leader-elect: no host name for an identity (%v): give --leader-elect.identity", errUsage, err)
 		}
 	}
 	if err := kube.CheckTimings(f.duration, f.deadline, f.retries); err != nil {
-		return nil, fmt.Errorf("%w: --leader-elect.*: %v", errUsage, err)
+		return nil, nil, fmt.Errorf("%w: --leader-elect.*: %v", errUsage, err)
+	}
+	var lso *kube.LeaderServiceOptions
+	switch {
+	case f.service != "":
+		svcNS, svcName, ok := splitNamespaced(f.service)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: --leader-elect.service %q: want NAMESPACE/NAME of the Service", errUsage, f.service)
+		}
+		addr, err := replicaAddress(f.address, listen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --leader-elect.address: %v", errUsage, err)
+		}
+		lso = &kube.LeaderServiceOptions{Namespace: svcNS, Name: svcName, Address: addr, Identity: id}
+	case f.address != "":
+		return nil, nil, fmt.Errorf("%w: --leader-elect.address needs --leader-elect.service", errUsage)
 	}
 	cs, err := kubeClient(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("--leader-elect: %w", err)
+		return nil, nil, fmt.Errorf("--leader-elect: %w", err)
 	}
 	e, err := kube.NewElector(cs, kube.ElectorOptions{Namespace: ns, Name: name, Identity: id,
 		LeaseDuration: f.duration, RenewDeadline: f.deadline, RetryPeriod: f.retries, Logger: log.With("component", "leader-election")})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	return e, nil
+	if lso == nil {
+		return e, nil, nil
+	}
+	ls, err := kube.NewLeaderService(cs, *lso)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: --leader-elect.service: %v", errUsage, err)
+	}
+	return e, ls, nil
+}
+
+// splitNamespaced splits NAMESPACE/NAME.
+func splitNamespaced(s string) (ns, name string, ok bool) {
+	ns, name, ok = strings.Cut(s, "/")
+	return ns, name, ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// replicaAddress parses --leader-elect.address, IP or IP:PORT ([IPv6]:PORT),
+// the port defaulting to listen's.
+func replicaAddress(addr, listen string) (netip.AddrPort, error) {
+	if addr == "" {
+		return netip.AddrPort{}, errors.New("none given: this replica's IP (the pod's, from the downward API)")
+	}
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return ap, nil
+	}
+	ip, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%q: want IP or IP:PORT", addr)
+	}
+	_, p, err := net.SplitHostPort(listen)
+	port, perr := strconv.ParseUint(p, 10, 16)
+	if err != nil || perr != nil || port == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%q has no port and --listen %q gives none: want IP:PORT", addr, listen)
+	}
+	return netip.AddrPortFrom(ip, uint16(port)), nil
 }

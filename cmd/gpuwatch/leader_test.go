@@ -45,6 +45,11 @@ func TestLeaderElectFlags(t *testing.T) {
 		{"flag without election", []string{"--leader-elect.lease", "gpuwatch/gpuwatch-server"}, "--leader-elect.lease needs --leader-elect"},
 		{"fractional lease", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.lease-duration", "1500ms", "--kubeconfig", "/nonexistent"}, store...), "whole seconds"},
 		{"no cluster", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--kubeconfig", "/nonexistent"}, store...), "cluster configuration"},
+		{"service without election", []string{"--leader-elect.service", "gpuwatch/gpuwatch-server-leader"}, "--leader-elect.service needs --leader-elect"},
+		{"service without namespace", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.service", "leader", "--leader-elect.address", "10.0.0.7"}, store...), "NAMESPACE/NAME of the Service"},
+		{"service without address", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.service", "gpuwatch/leader"}, store...), "this replica's IP"},
+		{"address without service", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.address", "10.0.0.7"}, store...), "--leader-elect.address needs --leader-elect.service"},
+		{"address not an IP", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.service", "gpuwatch/leader", "--leader-elect.address", "server-0.gpuwatch"}, store...), "want IP or IP:PORT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := gw(t, append([]string{"server", "--listen", "127.0.0.1:0", "--actuator", "log"}, tc.args...)...)
@@ -52,5 +57,31 @@ func TestLeaderElectFlags(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want an error naming %q", code, errOut, tc.want)
 			}
 		})
+	}
+}
+
+// TestReplicaAddress: --leader-elect.address is an IP with or without a
+// port (IPv6 in brackets with one), the port defaulting to --listen's.
+func TestReplicaAddress(t *testing.T) {
+	for _, tc := range []struct{ addr, listen, want string }{
+		{"10.244.1.7", ":9402", "10.244.1.7:9402"},
+		{"10.244.1.7:8080", ":9402", "10.244.1.7:8080"},
+		{"fd00::7", "0.0.0.0:9500", "[fd00::7]:9500"},
+		{"[fd00::7]", ":9402", "[fd00::7]:9402"},
+		{"[fd00::7]:81", ":9402", "[fd00::7]:81"},
+		{"10.244.1.7", "bad", ""},
+		{"10.244.1.7", ":0", ""},
+		{"", ":9402", ""},
+	} {
+		got, err := replicaAddress(tc.addr, tc.listen)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("replicaAddress(%q, %q) = %s, want an error", tc.addr, tc.listen, got)
+			}
+			continue
+		}
+		if err != nil || got.String() != tc.want {
+			t.Errorf("replicaAddress(%q, %q) = %s, %v; want %s", tc.addr, tc.listen, got, err, tc.want)
+		}
 	}
 }

@@ -170,7 +170,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Drain, err = df.drainOptions(set, stdout); err != nil {
 		return err
 	}
-	if o.Elector, err = ef.elector(set, df.kubeconfig, o.StoreURL, o.Logger); err != nil {
+	if o.Elector, o.LeaderService, err = ef.elector(set, df.kubeconfig, o.StoreURL, *listen, o.Logger); err != nil {
 		return err
 	}
 	if o.StoreURL != "" && o.StateDir == "" && (o.FairShare != nil || o.Drain != nil) {
