@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuwatch/gpuwatch/internal/auth"
+	"github.com/gpuwatch/gpuwatch/scheduler/adapters/kube"
 )
 
 // chartDir is the chart, relative to this package.
@@ -516,8 +518,11 @@ func compareRBAC() []string {
 // render, saying why; with one, the servers elect a leader through a Lease
 // named after the release (identity: the pod's name, from the downward API),
 // use the store instead of an embedded one, the agents push health reports to
-// every replica's stable address, and the server gets a Role on Leases. One
-// replica elects nothing and has no Role.
+// every replica's stable address, the acting leader points the selector-less
+// Service gpuwatch-server-leader at its pod's IP (POD_IP, from the downward
+// API), and the server gets a Role on Leases and on that Service's
+// EndpointSlice. One replica elects nothing and has no Role, no leader
+// Service, no POD_IP.
 func TestChartHighAvailability(t *testing.T) {
 	if err := renderErr(map[string]any{"server": map[string]any{"replicas": 2}}); err == nil || !strings.Contains(err.Error(), "server.storeURL") {
 		t.Errorf("replicas 2 without a store: %v, want a failure naming server.storeURL", err)
@@ -526,7 +531,8 @@ func TestChartHighAvailability(t *testing.T) {
 	sts := find[*appsv1.StatefulSet](t, objs, "apps/v1/StatefulSet", "gpuwatch-server")
 	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
 	for _, want := range []string{"--leader-elect ", "--leader-elect.lease=gpuwatch/gpuwatch-server ", "--leader-elect.identity=$(POD_NAME)",
-		"--store.url=http://victoria-metrics:8428", "--state-dir=/data", "--leader-elect.lease-duration=8s"} {
+		"--store.url=http://victoria-metrics:8428", "--state-dir=/data", "--leader-elect.lease-duration=8s",
+		"--leader-elect.service=gpuwatch/gpuwatch-server-leader", "--leader-elect.address=$(POD_IP) "} {
 		if !strings.Contains(args+" ", want) {
 			t.Errorf("server args %q lack %q", args, want)
 		}
@@ -535,8 +541,14 @@ func TestChartHighAvailability(t *testing.T) {
 		t.Errorf("server args %q keep the embedded store's flags", args)
 	}
 	env := sts.Spec.Template.Spec.Containers[0].Env
-	if len(env) != 1 || env[0].Name != "POD_NAME" || env[0].ValueFrom == nil || env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
-		t.Errorf("server env %+v, want POD_NAME from metadata.name", env)
+	if len(env) != 2 || env[0].Name != "POD_NAME" || env[0].ValueFrom == nil || env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" ||
+		env[1].Name != "POD_IP" || env[1].ValueFrom == nil || env[1].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+		t.Errorf("server env %+v, want POD_NAME from metadata.name, then POD_IP from status.podIP", env)
+	}
+	svc := find[*corev1.Service](t, objs, "v1/Service", "gpuwatch-server-leader")
+	if len(svc.Spec.Selector) != 0 || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != kube.LeaderServicePort || svc.Spec.Ports[0].Port != 9402 ||
+		svc.Namespace != releaseNamespace {
+		t.Errorf("leader Service %+v, want no selector and one port %s 9402", svc.Spec, kube.LeaderServicePort)
 	}
 	if *sts.Spec.Replicas != 2 {
 		t.Errorf("replicas %d", *sts.Spec.Replicas)
@@ -547,8 +559,13 @@ func TestChartHighAvailability(t *testing.T) {
 		t.Errorf("agent args %q lack %q", agentArgs, want)
 	}
 	role := find[*rbacv1.Role](t, objs, "rbac.authorization.k8s.io/v1/Role", "gpuwatch-server-leader")
-	if len(role.Rules) != 1 || role.Rules[0].Resources[0] != "leases" || role.Namespace != releaseNamespace {
-		t.Errorf("leader Role %+v", role)
+	wantRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, ResourceNames: []string{"gpuwatch-server-leader"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create"}},
+	}
+	if !reflect.DeepEqual(role.Rules, wantRules) || role.Namespace != releaseNamespace {
+		t.Errorf("leader Role %+v, want rules %+v", role, wantRules)
 	}
 	find[*rbacv1.RoleBinding](t, objs, "rbac.authorization.k8s.io/v1/RoleBinding", "gpuwatch-server-leader")
 
@@ -556,8 +573,16 @@ func TestChartHighAvailability(t *testing.T) {
 		if o.kind == "rbac.authorization.k8s.io/v1/Role" {
 			t.Errorf("one replica renders Role %s", o.name)
 		}
-		if sts, ok := o.obj.(*appsv1.StatefulSet); ok && strings.Contains(strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "), "--leader-elect") {
-			t.Error("one replica elects a leader")
+		if o.kind == "v1/Service" && o.name == "gpuwatch-server-leader" {
+			t.Error("one replica renders the leader Service")
+		}
+		if sts, ok := o.obj.(*appsv1.StatefulSet); ok {
+			if strings.Contains(strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "), "--leader-elect") {
+				t.Error("one replica elects a leader")
+			}
+			if env := sts.Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
+				t.Errorf("one replica's server env %+v", env)
+			}
 		}
 	}
 }
