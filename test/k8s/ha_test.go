@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -71,9 +74,16 @@ type replica struct {
 	kill func()
 }
 
+// leaderService is the chart's Service that reaches the acting leader, whose
+// EndpointSlice the replicas write (the chart's Role lets them read and
+// update the slice of this name only).
+const leaderService = "gpuwatch-server-leader"
+
 // startReplica runs a gpuwatch server named name (its identity in the Lease
-// releaseNamespace/lease) on a loopback port.
-func startReplica(t *testing.T, name, lease string, workloads func(string, []string) []string) *replica {
+// releaseNamespace/lease) on a loopback port; as the acting leader it points
+// the Service leaderService at podIP and that port (the API server refuses a
+// loopback endpoint; no kube-proxy routes to it here).
+func startReplica(t *testing.T, name, lease, podIP string, workloads func(string, []string) []string) *replica {
 	t.Helper()
 	api := &apiWrites{evictions: map[string]int{}}
 	cfg := serverConfig(t)
@@ -86,14 +96,21 @@ func startReplica(t *testing.T, name, lease string, workloads func(string, []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{DataDir: t.TempDir(), StateDir: t.TempDir(), Version: "k8s-e2e", Elector: el,
-		Drain: &server.DrainOptions{Policy: drainPolicy(), Actuator: kube.New(cs, kube.Options{}), ActuatorName: "kubernetes",
-			PollInterval: 100 * time.Millisecond, CallTimeout: 10 * time.Second, Workloads: workloads}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ls, err := kube.NewLeaderService(cs, kube.LeaderServiceOptions{Namespace: releaseNamespace, Name: leaderService, Identity: name,
+		Address: netip.AddrPortFrom(netip.MustParseAddr(podIP), uint16(ln.Addr().(*net.TCPAddr).Port))})
 	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{DataDir: t.TempDir(), StateDir: t.TempDir(), Version: "k8s-e2e", Elector: el, LeaderService: ls,
+		Drain: &server.DrainOptions{Policy: drainPolicy(), Actuator: kube.New(cs, kube.Options{}), ActuatorName: "kubernetes",
+			PollInterval: 100 * time.Millisecond, CallTimeout: 10 * time.Second, Workloads: workloads}})
+	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,6 +130,68 @@ func startReplica(t *testing.T, name, lease string, workloads func(string, []str
 	})
 	t.Cleanup(r.kill)
 	return r
+}
+
+// installLeaderService creates the chart's leader Service (haValues), as
+// Helm would, and deletes it and its EndpointSlice after the test.
+func installLeaderService(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	svc := find[*corev1.Service](t, renderChart(t, haValues), "v1/Service", leaderService)
+	if _, err := cp.client.CoreV1().Services(releaseNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cp.client.CoreV1().Services(releaseNamespace).Delete(context.Background(), leaderService, metav1.DeleteOptions{})
+		cp.client.DiscoveryV1().EndpointSlices(releaseNamespace).Delete(context.Background(), leaderService, metav1.DeleteOptions{})
+	})
+}
+
+// leaderSliceNames is a poll condition: the leader Service's EndpointSlice
+// sends its port, by name, to r alone at ip and r's port, ready, labelled
+// for the Service and as gpuwatch's.
+func leaderSliceNames(r *replica, ip string) func() (bool, error) {
+	return func() (bool, error) {
+		es, err := cp.client.DiscoveryV1().EndpointSlices(releaseNamespace).Get(context.Background(), leaderService, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		svc, err := cp.client.CoreV1().Services(releaseNamespace).Get(context.Background(), leaderService, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, port, _ := strings.Cut(strings.TrimPrefix(r.url, "http://"), ":")
+		ok := es.Labels[discoveryv1.LabelServiceName] == leaderService && es.Labels[discoveryv1.LabelManagedBy] == kube.ManagedBy &&
+			es.AddressType == discoveryv1.AddressTypeIPv4 && len(es.Endpoints) == 1 && slices.Equal(es.Endpoints[0].Addresses, []string{ip}) &&
+			es.Endpoints[0].Conditions.Ready != nil && *es.Endpoints[0].Conditions.Ready &&
+			es.Endpoints[0].TargetRef != nil && es.Endpoints[0].TargetRef.Name == r.name &&
+			len(es.Ports) == 1 && es.Ports[0].Port != nil && fmt.Sprint(*es.Ports[0].Port) == port &&
+			es.Ports[0].Name != nil && len(svc.Spec.Ports) == 1 && *es.Ports[0].Name == svc.Spec.Ports[0].Name
+		return ok, fmt.Errorf("labels %v, type %s, endpoints %+v, ports %s", es.Labels, es.AddressType, es.Endpoints, portsString(es.Ports))
+	}
+}
+
+func portsString(ps []discoveryv1.EndpointPort) string {
+	var out []string
+	for _, p := range ps {
+		if p.Name != nil && p.Port != nil {
+			out = append(out, fmt.Sprintf("%s:%d", *p.Name, *p.Port))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// sliceWrites are w's changing calls on EndpointSlices.
+func sliceWrites(a *apiWrites) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, w := range a.writes {
+		if strings.Contains(w, "/endpointslices") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func (r *replica) leader() server.LeaderStatus {
@@ -157,7 +236,10 @@ func countAudit(recs []drain.AuditRecord, f func(drain.AuditRecord) bool) int {
 // completed exactly once (one successful eviction, one transition to drained
 // across both audit logs, one taint, set by the first leader), and a resume
 // through the new leader leaves nothing gpuwatch owns on the Node, while an
-// administrator's cordon of another node stays.
+// administrator's cordon of another node stays. The chart's leader Service
+// follows the acting leader: its EndpointSlice names server-0 (created once)
+// while it acts and server-1 (updated once) within 15 s of server-0's kill;
+// the follower's 503 names that Service.
 func TestLeaderKilledMidDrain(t *testing.T) {
 	const ns, suite, prefix, lease = "ha", "ha", "ha-", "ha-takeover"
 	ctx := context.Background()
@@ -171,9 +253,12 @@ func TestLeaderKilledMidDrain(t *testing.T) {
 		}
 		return out
 	}
-	a := startReplica(t, "gpuwatch-server-0", lease, workloads)
+	installLeaderService(t)
+	const ipA, ipB = "10.244.0.10", "10.244.1.10"
+	a := startReplica(t, "gpuwatch-server-0", lease, ipA, workloads)
 	poll(t, 30*time.Second, "server-0 leads and acts", func() (bool, error) { return a.leader().Acting, nil })
-	b := startReplica(t, "gpuwatch-server-1", lease, workloads)
+	poll(t, 15*time.Second, "the leader Service's EndpointSlice names server-0", leaderSliceNames(a, ipA))
+	b := startReplica(t, "gpuwatch-server-1", lease, ipB, workloads)
 	poll(t, 30*time.Second, "server-1 sees server-0 lead", func() (bool, error) {
 		st := b.leader()
 		return st.Leader == a.name && !st.Acting, fmt.Errorf("%+v", st)
@@ -220,8 +305,12 @@ func TestLeaderKilledMidDrain(t *testing.T) {
 		t.Errorf("the follower's audit log has %d decisions and actuations", n)
 	}
 	err := b.gw.post("/api/gpuwatch/v1/resume", drain.ManualRequest{Node: node, User: "oncall"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), a.name) {
-		t.Errorf("resume sent to the follower: %v; want 503 naming %s", err, a.name)
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), a.name) ||
+		!strings.Contains(err.Error(), leaderService+"."+releaseNamespace+".svc") {
+		t.Errorf("resume sent to the follower: %v; want 503 naming %s and the leader Service", err, a.name)
+	}
+	if ok, err := leaderSliceNames(a, ipA)(); !ok {
+		t.Errorf("with a follower, the leader Service's EndpointSlice: %v", err)
 	}
 	if st := b.leader(); st.Acting || st.Leader != a.name {
 		t.Errorf("the follower says %+v", st)
@@ -236,6 +325,8 @@ func TestLeaderKilledMidDrain(t *testing.T) {
 	if took > 15*time.Second {
 		t.Errorf("takeover took %s, want within 15 s", took)
 	}
+	poll(t, 15*time.Second-took, "the leader Service's EndpointSlice names server-1 within 15 s of the kill", leaderSliceNames(b, ipB))
+	t.Logf("the leader Service reaches server-1 %s after server-0 was killed", time.Since(killed).Round(time.Millisecond))
 	recs := b.audit()
 	if n := countAudit(recs, func(r drain.AuditRecord) bool {
 		return r.Node == node && r.Event == "takeover" && r.Action == "adopt" && r.To == "drained" && r.Reason == reason
@@ -302,14 +393,23 @@ func TestLeaderKilledMidDrain(t *testing.T) {
 	}
 
 	// The new leader changed nothing on the Node: its only changing calls
-	// were evictions.
+	// were evictions, and one update of the leader Service's EndpointSlice
+	// (its later publications found it right and only read it). The first
+	// leader created the slice, once.
 	b.api.mu.Lock()
 	for _, w := range b.api.writes {
-		if !strings.HasSuffix(w, "/eviction") {
-			t.Errorf("the new leader changed more than pods before the resume: %s", w)
+		if !strings.HasSuffix(w, "/eviction") && !strings.Contains(w, "/endpointslices") {
+			t.Errorf("the new leader changed more than pods and its Service before the resume: %s", w)
 		}
 	}
 	b.api.mu.Unlock()
+	path := "/apis/discovery.k8s.io/v1/namespaces/" + releaseNamespace + "/endpointslices"
+	if w := sliceWrites(b.api); !slices.Equal(w, []string{"PUT " + path + "/" + leaderService}) {
+		t.Errorf("the new leader's EndpointSlice writes %q, want one update", w)
+	}
+	if w := sliceWrites(a.api); !slices.Equal(w, []string{"POST " + path}) {
+		t.Errorf("the first leader's EndpointSlice writes %q, want one create", w)
+	}
 
 	// Nothing orphaned: a resume through the new leader removes all of it.
 	if err := b.gw.post("/api/gpuwatch/v1/resume", drain.ManualRequest{Node: node, Reason: "GPU 3 replaced", User: "oncall"}, nil); err != nil {
