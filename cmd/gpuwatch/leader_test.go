@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -34,6 +36,18 @@ func TestPlacementK8sLiveFlags(t *testing.T) {
 // need it; each mistake is a usage error (exit 2) that names what to give.
 func TestLeaderElectFlags(t *testing.T) {
 	store := []string{"--store.url", "http://127.0.0.1:1", "--state-dir", t.TempDir()}
+	// A cluster configuration that builds a client (nothing is called
+	// before the flags are refused).
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -49,6 +63,8 @@ func TestLeaderElectFlags(t *testing.T) {
 		{"service without namespace", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.service", "leader", "--leader-elect.address", "10.0.0.7"}, store...), "NAMESPACE/NAME of the Service"},
 		{"service without address", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.service", "gpuwatch/leader"}, store...), "this replica's IP"},
 		{"address without service", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.address", "10.0.0.7"}, store...), "--leader-elect.address needs --leader-elect.service"},
+		{"loopback address", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--kubeconfig", kubeconfig,
+			"--leader-elect.service", "gpuwatch/leader", "--leader-elect.address", "127.0.0.1:9402"}, store...), "cannot be an endpoint"},
 		{"address not an IP", append([]string{"--leader-elect", "--leader-elect.lease", "gpuwatch/x", "--leader-elect.service", "gpuwatch/leader", "--leader-elect.address", "server-0.gpuwatch"}, store...), "want IP or IP:PORT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
