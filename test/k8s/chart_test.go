@@ -550,6 +550,9 @@ func TestChartHighAvailability(t *testing.T) {
 		svc.Namespace != releaseNamespace {
 		t.Errorf("leader Service %+v, want no selector and one port %s 9402", svc.Spec, kube.LeaderServicePort)
 	}
+	if _, ok := svc.Labels["app.kubernetes.io/instance"]; ok {
+		t.Errorf("leader Service labels %v: the ServiceMonitor would scrape the leader through it too", svc.Labels)
+	}
 	if *sts.Spec.Replicas != 2 {
 		t.Errorf("replicas %d", *sts.Spec.Replicas)
 	}
