@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
@@ -190,7 +191,8 @@ func TestChartRendersAndInstalls(t *testing.T) {
 	}
 	find[*corev1.Service](t, objs, "v1/Service", "gpuwatch-server")
 	find[*corev1.Service](t, objs, "v1/Service", "gpuwatch-agent")
-	find[*monitoringv1.ServiceMonitor](t, objs, "monitoring.coreos.com/v1/ServiceMonitor", "gpuwatch")
+	sm := find[*monitoringv1.ServiceMonitor](t, objs, "monitoring.coreos.com/v1/ServiceMonitor", "gpuwatch")
+	scrapedOnce(t, objs, sm)
 
 	// Every alert and recording rule of alerts/*.rules.yml is in the
 	// PrometheusRule.
@@ -528,6 +530,7 @@ func TestChartHighAvailability(t *testing.T) {
 		t.Errorf("replicas 2 without a store: %v, want a failure naming server.storeURL", err)
 	}
 	objs := renderChart(t, haValues)
+	scrapedOnce(t, objs, find[*monitoringv1.ServiceMonitor](t, objs, "monitoring.coreos.com/v1/ServiceMonitor", "gpuwatch"))
 	sts := find[*appsv1.StatefulSet](t, objs, "apps/v1/StatefulSet", "gpuwatch-server")
 	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
 	for _, want := range []string{"--leader-elect ", "--leader-elect.lease=gpuwatch/gpuwatch-server ", "--leader-elect.identity=$(POD_NAME)",
@@ -628,4 +631,34 @@ func renderErr(values map[string]any) error {
 	}
 	_, err = engine.Render(ch, vals)
 	return err
+}
+
+// scrapedOnce checks that every endpoint port of the ServiceMonitor is found
+// on exactly one Service it selects, as prometheus-operator discovers targets:
+// a port of the same pods on two selected Services (the server's ClusterIP
+// and headless Services) would scrape each pod twice, and every sum of the
+// server's series on a dashboard would count it twice.
+func scrapedOnce(t *testing.T, objs []renderedObject, sm *monitoringv1.ServiceMonitor) {
+	t.Helper()
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range sm.Spec.Endpoints {
+		var on []string
+		for _, o := range objs {
+			svc, ok := o.obj.(*corev1.Service)
+			if !ok || !sel.Matches(labels.Set(svc.Labels)) {
+				continue
+			}
+			for _, p := range svc.Spec.Ports {
+				if p.Name == ep.Port {
+					on = append(on, o.name)
+				}
+			}
+		}
+		if len(on) != 1 {
+			t.Errorf("the ServiceMonitor's port %q is on %d selected Services %v, want 1: each target scraped once", ep.Port, len(on), on)
+		}
+	}
 }
