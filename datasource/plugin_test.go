@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -269,9 +270,20 @@ func TestJobQueries(t *testing.T) {
 					t.Errorf("%s: panel %q: %v", file, pq.panel, err)
 					continue
 				}
-				r := query(t, ds, t0, t0.Add(2*time.Hour), map[string]string{"A": string(pq.raw)})["A"]
-				if r.Error != nil || len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
-					t.Errorf("%s: panel %q: %v, %d frames", file, pq.panel, r.Error, len(r.Frames))
+				// As the front end sends it: the variables at All (no
+				// filter), and the job's account and user picked.
+				for _, pick := range []map[string]string{{}, {"account": "vision", "user": "alice"}} {
+					raw := interpolateLists(t, pq.raw, pick)
+					r := query(t, ds, t0, t0.Add(2*time.Hour), map[string]string{"A": string(raw)})["A"]
+					if r.Error != nil || len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
+						t.Errorf("%s: panel %q: %s: %v, %d frames", file, pq.panel, raw, r.Error, len(r.Frames))
+						continue
+					}
+					m := r.Frames[0].Meta
+					filtered := m != nil && slices.ContainsFunc(m.Notices, func(n data.Notice) bool { return strings.HasPrefix(n.Text, "only allocations of") })
+					if want := len(pick) > 0 && strings.Contains(string(pq.raw), "${account"); filtered != want {
+						t.Errorf("%s: panel %q: %s: filtered %v, want %v", file, pq.panel, raw, filtered, want)
+					}
 				}
 			}
 		}
@@ -582,6 +594,39 @@ func pluginQueries(t *testing.T, file string) []pluginQuery {
 		}
 	}
 	walk(d.Panels)
+	return out
+}
+
+// interpolateLists replaces the template variables of a report query's
+// lists as module.js does: a variable picked is its value, one not picked is
+// at All, which sends no filter.
+func interpolateLists(t *testing.T, raw json.RawMessage, picked map[string]string) json.RawMessage {
+	t.Helper()
+	var q map[string]any
+	if err := json.Unmarshal(raw, &q); err != nil {
+		t.Fatal(err)
+	}
+	varRE := regexp.MustCompile(`\$\{(\w+)(?::\w+)?\}|\$(\w+)`)
+	for _, k := range []string{"account", "user", "namespace"} {
+		s, ok := q[k].(string)
+		if !ok {
+			continue
+		}
+		all := false
+		q[k] = varRE.ReplaceAllStringFunc(s, func(m string) string {
+			g := varRE.FindStringSubmatch(m)
+			v, ok := picked[g[1]+g[2]]
+			all = all || !ok
+			return v
+		})
+		if all {
+			q[k] = ""
+		}
+	}
+	out, err := json.Marshal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
