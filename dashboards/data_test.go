@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -335,12 +337,19 @@ var fieldRE = regexp.MustCompile(`\$\{__(?:field\.labels|data\.fields)\.([A-Za-z
 // datasource/query.go, whose own tests run every query type through the
 // plugin), and says why there is no data. Only the report's queries are
 // known here; a dashboard that uses another query type adds it.
-func (c *checker) pluginQuery(tg grafana.Target) error {
+//
+// The report's account and user fields are replaced under each selection as
+// the data source's front end does (module.js): a variable at All is no
+// filter, otherwise its values comma-separated; each selection, and each with
+// a multi-value variable narrowed to its first value (a team lead's pick),
+// must have data, and a narrowed report only the picked keys.
+func (c *checker) pluginQuery(tg grafana.Target, sels []map[string]grafana.Selection) error {
 	if tg.Datasource.Type != defs.PluginType {
 		return fmt.Errorf("a query of data source type %q, which the data test cannot ask", tg.Datasource.Type)
 	}
 	var q struct {
 		QueryType, By, Step string
+		Account, User       string
 	}
 	if err := json.Unmarshal(tg.Raw, &q); err != nil {
 		return err
@@ -348,25 +357,74 @@ func (c *checker) pluginQuery(tg grafana.Target) error {
 	if q.QueryType != "report" {
 		return fmt.Errorf("a gpuwatch data source query of type %q, which the data test does not ask yet", q.QueryType)
 	}
-	v := url.Values{"from": {c.fleet.start.UTC().Format(time.RFC3339)}, "to": {c.fleet.end.UTC().Format(time.RFC3339)}, "by": {q.By}}
-	if q.Step != "" {
-		v.Set("step", q.Step)
-	}
-	var r struct {
-		Groups []struct {
-			Key       string  `json:"key"`
-			Allocated float64 `json:"allocated_gpu_hours"`
-		} `json:"groups"`
-	}
-	if err := c.fleet.api.GetJSON(c.ctx, server.APIPrefix+"/report", v, &r); err != nil {
-		return err
-	}
-	for _, g := range r.Groups {
-		if g.Allocated > 0 {
-			return nil
+	var all []map[string]grafana.Selection
+	for _, sel := range sels {
+		all = append(all, sel)
+		for _, name := range []string{"account", "user"} {
+			if s, ok := sel[name]; ok && s.All && len(s.Values) > 0 {
+				narrow := maps.Clone(sel)
+				narrow[name] = grafana.Selection{Values: s.Values[:1]}
+				all = append(all, narrow)
+			}
 		}
 	}
-	return fmt.Errorf("report by %s over the run: no group with allocated GPU-hours (%d groups)", q.By, len(r.Groups))
+	for _, sel := range all {
+		v := url.Values{"from": {c.fleet.start.UTC().Format(time.RFC3339)}, "to": {c.fleet.end.UTC().Format(time.RFC3339)}, "by": {q.By}}
+		if q.Step != "" {
+			v.Set("step", q.Step)
+		}
+		for param, field := range map[string]string{"account": q.Account, "user": q.User} {
+			vals, err := c.pluginList(field, sel)
+			if err != nil {
+				return err
+			}
+			if len(vals) > 0 {
+				v[param] = vals
+			}
+		}
+		var r struct {
+			Groups []struct {
+				Key       string  `json:"key"`
+				Allocated float64 `json:"allocated_gpu_hours"`
+			} `json:"groups"`
+		}
+		if err := c.fleet.api.GetJSON(c.ctx, server.APIPrefix+"/report", v, &r); err != nil {
+			return fmt.Errorf("report %s: %w", v.Encode(), err)
+		}
+		found := false
+		for _, g := range r.Groups {
+			found = found || g.Allocated > 0
+			if kept := v[q.By]; len(kept) > 0 && !slices.Contains(kept, g.Key) {
+				return fmt.Errorf("report %s: a row %q not picked", v.Encode(), g.Key)
+			}
+		}
+		if !found {
+			return fmt.Errorf("report %s over the run: no group with allocated GPU-hours (%d groups)", v.Encode(), len(r.Groups))
+		}
+	}
+	return nil
+}
+
+// pluginVarRE finds the variables a report list field names.
+var pluginVarRE = regexp.MustCompile(`\$(\w+)|\$\{(\w+)(?::[^}]*)?\}`)
+
+// pluginList is a report list field under sel, as module.js sends it: none
+// when a variable in it is at All, else the comma-separated values.
+func (c *checker) pluginList(field string, sel map[string]grafana.Selection) ([]string, error) {
+	for _, m := range pluginVarRE.FindAllStringSubmatch(field, -1) {
+		if s, ok := sel[m[1]+m[2]]; ok && s.All {
+			return nil, nil
+		}
+	}
+	out, err := c.scope(sel).Interpolate(field)
+	if err != nil || strings.TrimSpace(out) == "" {
+		return nil, err
+	}
+	vals := strings.Split(out, ",")
+	for i := range vals {
+		vals[i] = strings.TrimSpace(vals[i])
+	}
+	return vals, nil
 }
 
 // run queries every panel under every selection until each query has data.
@@ -383,7 +441,7 @@ func (c *checker) run() {
 				continue
 			}
 			if !tg.PromQL() {
-				if err := c.pluginQuery(tg); err != nil {
+				if err := c.pluginQuery(tg, sels); err != nil {
 					empty = append(empty, tg.RefID+": "+err.Error())
 				}
 				continue

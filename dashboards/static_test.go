@@ -130,7 +130,29 @@ func checkPluginQuery(t *testing.T, d *grafana.Dashboard, where string, tg grafa
 	if err := json.Unmarshal(tg.Raw, &q); err != nil || q.QueryType == "" {
 		t.Errorf("%s query %s: no queryType (%v): %s", where, tg.RefID, err, tg.Raw)
 	}
+	// The report's lists (account, user, namespace) name the dashboard's
+	// variables, a multi-value one comma-separated (${name:csv}), as the
+	// report query reads a list.
+	var lists map[string]any
+	_ = json.Unmarshal(tg.Raw, &lists)
+	for _, k := range []string{"account", "user", "namespace"} {
+		s, ok := lists[k].(string)
+		if !ok {
+			continue
+		}
+		if _, err := placeholderScope(d).Interpolate(s); err != nil {
+			t.Errorf("%s query %s: %s: %v", where, tg.RefID, k, err)
+		}
+		for _, m := range listVarRE.FindAllStringSubmatch(s, -1) {
+			name, format := m[1]+m[3], m[2]
+			if v := d.Variable(name); v != nil && (v.Multi || v.IncludeAll) && format != "csv" {
+				t.Errorf("%s query %s: %s %q: the multi-value variable %s as ${%s:csv}", where, tg.RefID, k, s, name, name)
+			}
+		}
+	}
 }
+
+var listVarRE = regexp.MustCompile(`\$\{(\w+)(?::(\w+))?\}|\$(\w+)`)
 
 // TestMetricsKnown: every series a panel or a variable reads is an agent's
 // (telemetry.Metrics, docs/metrics.md), the server's own (docs/metrics.md,

@@ -120,6 +120,9 @@ func reportFrame(r *report.Report) *data.Frame {
 	}
 	f := table("report by "+by, fields...)
 	notice(f, data.NoticeSeverityInfo, r.FairShareNote)
+	if !r.Filter.IsZero() {
+		notice(f, data.NoticeSeverityInfo, "only allocations of "+r.Filter.String())
+	}
 	return f
 }
 

@@ -3,6 +3,7 @@ package datasource_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
@@ -27,9 +28,10 @@ type moduleRun struct {
 		Query json.RawMessage `json:"query"`
 		Runs  int             `json:"runs"`
 	} `json:"edited"`
-	Templated      map[string]string `json:"templated"`
-	HiddenFiltered bool              `json:"hiddenFiltered"`
-	ConfigControls []string          `json:"configControls"`
+	Templated      map[string]string          `json:"templated"`
+	TemplatedLists map[string]json.RawMessage `json:"templatedLists"`
+	HiddenFiltered bool                       `json:"hiddenFiltered"`
+	ConfigControls []string                   `json:"configControls"`
 	Config         struct {
 		URL            string            `json:"url"`
 		JSONData       map[string]any    `json:"jsonData"`
@@ -85,7 +87,7 @@ func TestModuleJS(t *testing.T) {
 		t.Errorf("the default query %s: %v", m.DefaultQuery, err)
 	}
 	wantFields := map[string][]string{
-		datasource.TypeReport:   {"Query type", "Group by", "Step", "Idle below", "Idle for", "Window"},
+		datasource.TypeReport:   {"Query type", "Group by", "Accounts", "Users", "Step", "Idle below", "Idle for", "Window"},
 		datasource.TypeJobStats: {"Query type", "Job id", "Idle below", "Idle for", "Window"},
 		datasource.TypeFaults:   {"Query type", "Faults table", "Window"}, datasource.TypeStragglers: {"Query type", "Job id", "Min gap", "Min duration", "Window"},
 		datasource.TypeExplain: {"Query type", "Decision id"}, datasource.TypeDrains: {"Query type", "Limit", "Window"},
@@ -116,7 +118,7 @@ func TestModuleJS(t *testing.T) {
 		}
 		for _, f := range wantFields[typ][1:] {
 			if !strings.Contains(compact.String(), map[string]string{"Group by": `"by":"model"`, "Step": `"1m"`, "Idle below": `"10%"`, "Idle for": `"45m"`,
-				"Window": `"7d"`, "Job id": `"4242"`, "Faults table": `"nvlink"`, "Min gap": `"20%"`, "Min duration": `"3m"`, "Decision id": `"d-7"`, "Limit": `"limit":25`}[f]) {
+				"Window": `"7d"`, "Accounts": `"account":"nlp,vision"`, "Users": `"user":"bob"`, "Job id": `"4242"`, "Faults table": `"nvlink"`, "Min gap": `"20%"`, "Min duration": `"3m"`, "Decision id": `"d-7"`, "Limit": `"limit":25`}[f]) {
 				t.Errorf("%s: field %s did not reach the query %s", typ, f, compact.String())
 			}
 		}
@@ -129,6 +131,43 @@ func TestModuleJS(t *testing.T) {
 	}
 	if m.Templated["jobId"] != "4242" || m.Templated["window"] != "24h" || m.Templated["idleBelow"] != "5%" {
 		t.Errorf("template variables: %v, want jobId 4242 and window 24h", m.Templated)
+	}
+	// The report's lists reach the backend comma-separated, All as every
+	// allocation (no filter), and become the API's repeated parameters.
+	for name, want := range map[string]string{
+		"dashboard":         "user=bob&user=carol",
+		"plain syntax":      "account=nlp&user=bob&user=carol",
+		"scoped":            "account=vision&account=cv",
+		"array and literal": "account=nlp&account=cv&user=eve&user=bob&user=carol",
+		"empty":             "",
+	} {
+		raw, ok := m.TemplatedLists[name]
+		if !ok {
+			t.Errorf("lists %s: not templated", name)
+			continue
+		}
+		q, err := datasource.ParseQuery(raw, "")
+		if err != nil {
+			t.Errorf("lists %s: %s: %v", name, raw, err)
+			continue
+		}
+		path, err := datasource.RequestPath(q, to.Add(-time.Hour), to)
+		if err != nil {
+			t.Errorf("lists %s: %s: %v", name, raw, err)
+			continue
+		}
+		u, _ := url.Parse(path)
+		v := u.Query()
+		got := url.Values{}
+		for _, p := range []string{report.ParamAccount, report.ParamUser, report.ParamNamespace} {
+			if len(v[p]) > 0 {
+				got[p] = v[p]
+			}
+		}
+		// Encode sorts the parameters, not their values: order kept.
+		if enc := got.Encode(); enc != want {
+			t.Errorf("lists %s: %s asks %q, want %q", name, raw, enc, want)
+		}
 	}
 	if !m.HiddenFiltered {
 		t.Errorf("a hidden query is not filtered out")

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +28,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/scheduler/placement/service"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // jobServer is a server holding jobstatstest's job 4242 (and its neighbour
@@ -267,9 +270,20 @@ func TestJobQueries(t *testing.T) {
 					t.Errorf("%s: panel %q: %v", file, pq.panel, err)
 					continue
 				}
-				r := query(t, ds, t0, t0.Add(2*time.Hour), map[string]string{"A": string(pq.raw)})["A"]
-				if r.Error != nil || len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
-					t.Errorf("%s: panel %q: %v, %d frames", file, pq.panel, r.Error, len(r.Frames))
+				// As the front end sends it: the variables at All (no
+				// filter), and the job's account and user picked.
+				for _, pick := range []map[string]string{{}, {"account": "vision", "user": "alice"}} {
+					raw := interpolateLists(t, pq.raw, pick)
+					r := query(t, ds, t0, t0.Add(2*time.Hour), map[string]string{"A": string(raw)})["A"]
+					if r.Error != nil || len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
+						t.Errorf("%s: panel %q: %s: %v, %d frames", file, pq.panel, raw, r.Error, len(r.Frames))
+						continue
+					}
+					m := r.Frames[0].Meta
+					filtered := m != nil && slices.ContainsFunc(m.Notices, func(n data.Notice) bool { return strings.HasPrefix(n.Text, "only allocations of") })
+					if want := len(pick) > 0 && strings.Contains(string(pq.raw), "${account"); filtered != want {
+						t.Errorf("%s: panel %q: %s: filtered %v, want %v", file, pq.panel, raw, filtered, want)
+					}
 				}
 			}
 		}
@@ -583,10 +597,138 @@ func pluginQueries(t *testing.T, file string) []pluginQuery {
 	return out
 }
 
+// interpolateLists replaces the template variables of a report query's
+// lists as module.js does: a variable picked is its value, one not picked is
+// at All, which sends no filter.
+func interpolateLists(t *testing.T, raw json.RawMessage, picked map[string]string) json.RawMessage {
+	t.Helper()
+	var q map[string]any
+	if err := json.Unmarshal(raw, &q); err != nil {
+		t.Fatal(err)
+	}
+	varRE := regexp.MustCompile(`\$\{(\w+)(?::\w+)?\}|\$(\w+)`)
+	for _, k := range []string{"account", "user", "namespace"} {
+		s, ok := q[k].(string)
+		if !ok {
+			continue
+		}
+		all := false
+		q[k] = varRE.ReplaceAllStringFunc(s, func(m string) string {
+			g := varRE.FindStringSubmatch(m)
+			v, ok := picked[g[1]+g[2]]
+			all = all || !ok
+			return v
+		})
+		if all {
+			q[k] = ""
+		}
+	}
+	out, err := json.Marshal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func dump(f *data.Frame) string {
 	s, err := f.StringTable(50, 20)
 	if err != nil {
 		return err.Error()
 	}
 	return s
+}
+
+// otherJob is job 555 of account other, user bob: one GPU (node-c) for the
+// same two hours as jobstatstest's job, a sample a minute at 50 %.
+func otherJob(t0 time.Time) []telemetry.Sample {
+	var out []telemetry.Sample
+	for k := range 120 {
+		at := t0.Add(time.Duration(k) * time.Minute)
+		out = append(out,
+			telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Time: at, Value: 1, Labels: telemetry.NewLabels(
+				telemetry.LabelNode, "node-c", telemetry.LabelGPUIndex, "0", telemetry.LabelGPUUUID, "GPU-c0",
+				telemetry.LabelJobID, "555", telemetry.LabelAccount, "other", telemetry.LabelUser, "bob")},
+			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: 50, Labels: telemetry.NewLabels(
+				telemetry.LabelNode, "node-c", telemetry.DCGMLabelHostname, "node-c", telemetry.DCGMLabelUUID, "GPU-c0", telemetry.DCGMLabelGPU, "0")})
+	}
+	return out
+}
+
+// TestReportFilter: the report query's account and user, as Grafana sends
+// them after the front end replaced the variables (a comma-separated string,
+// an array, All), through QueryData against a real server: only the kept
+// accounts' and users' rows, and their totals, which are the unfiltered
+// report's rows of those keys.
+func TestReportFilter(t *testing.T) {
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+	g := jobServer(t, t0)
+	g.write(t, otherJob(t0))
+	ds := newDatasource(t, g.ts.URL, readSecret)
+	rs := query(t, ds, t0, t0.Add(2*time.Hour), map[string]string{
+		"all":       `{"queryType":"report","by":"account","step":"1m"}`,
+		"allvar":    `{"queryType":"report","by":"account","step":"1m","account":"$__all","user":""}`,
+		"other":     `{"queryType":"report","by":"account","step":"1m","account":"other"}`,
+		"both":      `{"queryType":"report","by":"account","step":"1m","account":"vision, other"}`,
+		"alice":     `{"queryType":"report","by":"job","step":"1m","user":["alice"]}`,
+		"otherbob":  `{"queryType":"report","by":"user","step":"1m","account":"vision,other","user":"bob"}`,
+		"nobody":    `{"queryType":"report","by":"account","step":"1m","account":"nobody"}`,
+		"emptyval":  `{"queryType":"report","by":"account","account":"vision,"}`,
+		"notalist":  `{"queryType":"report","by":"account","user":{"name":"bob"}}`,
+		"toolong":   `{"queryType":"report","by":"account","user":"` + strings.Repeat("b", 300) + `"}`,
+		"jobs":      `{"queryType":"report","by":"job","step":"1m"}`,
+		"otheruser": `{"queryType":"report","by":"user","step":"1m"}`,
+	})
+	type row struct {
+		alloc float64
+		fs    bool
+	}
+	rows := func(name, key string) (map[string]row, []string, *data.Frame) {
+		t.Helper()
+		f := frames(t, rs[name], 1)[0]
+		keys := strs(column(t, f, key, data.FieldTypeString, ""))
+		alloc := column(t, f, "Allocated", data.FieldTypeFloat64, datasource.UnitGPUHours)
+		fs := column(t, f, "Fair-share factor", data.FieldTypeNullableFloat64, "")
+		out := map[string]row{}
+		for i, k := range keys {
+			v, _ := fs.At(i).(*float64)
+			out[k] = row{num(alloc.At(i)), v != nil}
+		}
+		return out, keys, f
+	}
+	all, allKeys, _ := rows("all", "Account")
+	if strings.Join(allKeys, " ") != "vision other total" || !near(all["total"].alloc, all["vision"].alloc+all["other"].alloc) || all["other"].alloc <= 0 {
+		t.Fatalf("unfiltered by account: %v %v", allKeys, all)
+	}
+	if _, keys, _ := rows("allvar", "Account"); strings.Join(keys, " ") != "vision other total" {
+		t.Errorf("All: rows %v, want every account", keys)
+	}
+	for _, c := range []struct {
+		name, key, want string
+		total           float64
+	}{
+		{"other", "Account", "other total", all["other"].alloc},
+		{"both", "Account", "vision other total", all["total"].alloc},
+		{"otherbob", "User", "bob total", all["other"].alloc},
+	} {
+		got, keys, f := rows(c.name, c.key)
+		if strings.Join(keys, " ") != c.want || !near(got["total"].alloc, c.total) {
+			t.Errorf("%s: rows %v, total %g GPU-h; want %s, %g", c.name, keys, got["total"].alloc, c.want, c.total)
+		}
+		for k, r := range got {
+			if k != "total" && c.key == "Account" && (!near(r.alloc, all[k].alloc) || r.fs != all[k].fs || !r.fs) {
+				t.Errorf("%s: account %s %+v, unfiltered %+v (its fair-share standing too)", c.name, k, r, all[k])
+			}
+		}
+		if f.Meta == nil || !slices.ContainsFunc(f.Meta.Notices, func(n data.Notice) bool { return strings.HasPrefix(n.Text, "only allocations of ") }) {
+			t.Errorf("%s: no notice of the filter: %+v", c.name, f.Meta)
+		}
+	}
+	jobs, _, _ := rows("jobs", "Job")
+	if got, keys, _ := rows("alice", "Job"); strings.Join(keys, " ") != "4242 99 total" || !near(got["total"].alloc, all["vision"].alloc) || !near(got["4242"].alloc, jobs["4242"].alloc) {
+		t.Errorf("user alice by job: rows %v %v, want 4242 99 total, vision's %g GPU-h", keys, got, all["vision"].alloc)
+	}
+	wantError(t, "no such account", rs["nobody"], backend.StatusNotFound, "account nobody")
+	wantError(t, "an empty value", rs["emptyval"], backend.StatusBadRequest, "account: an empty value")
+	wantError(t, "not a list", rs["notalist"], backend.StatusBadRequest, "user: want a comma-separated string or an array")
+	wantError(t, "too long", rs["toolong"], backend.StatusBadRequest, "300 bytes, at most 256")
 }

@@ -3,6 +3,7 @@ package datasource
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -69,6 +70,14 @@ type Query struct {
 	IdleBelow string `json:"idleBelow,omitempty"`
 	IdleFor   string `json:"idleFor,omitempty"`
 
+	// report: only the allocations of these accounts, users and namespaces
+	// (empty: all). Each is a comma-separated string, as Grafana's ${var:csv}
+	// writes a multi-value variable, or an array of strings; Grafana's All
+	// ($__all) is every allocation.
+	Account   List `json:"account,omitempty"`
+	User      List `json:"user,omitempty"`
+	Namespace List `json:"namespace,omitempty"`
+
 	// jobstats: the job (a Slurm job id, or namespace/pod); stragglers: only
 	// this job when set.
 	JobID string `json:"jobId,omitempty"`
@@ -87,6 +96,60 @@ type Query struct {
 	Limit int `json:"limit,omitempty"`
 }
 
+// AllValue is what Grafana sends for a variable's All option when it has no
+// custom all value and is not expanded: every allocation.
+const AllValue = "$__all"
+
+// List is a query's list of values: a comma-separated string ("nlp,vision",
+// spaces around each value dropped) or an array of strings (each one value,
+// trimmed); a value AllValue makes the list empty (all).
+type List []string
+
+// UnmarshalJSON reads a string, an array of strings or null.
+func (l *List) UnmarshalJSON(data []byte) error {
+	var vals []string
+	var one string
+	switch err := json.Unmarshal(data, &one); {
+	case err == nil:
+		if strings.TrimSpace(one) != "" {
+			vals = strings.Split(one, ",")
+		}
+	default:
+		if err := json.Unmarshal(data, &vals); err != nil {
+			return &listError{got: truncate(data, 40)}
+		}
+	}
+	out := make(List, 0, len(vals))
+	for _, v := range vals {
+		v = strings.TrimSpace(v)
+		if v == AllValue {
+			*l = nil
+			return nil
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	*l = out
+	return nil
+}
+
+// listError is a List that is neither a string nor an array of strings;
+// ParseQuery names its field.
+type listError struct{ got string }
+
+func (e *listError) Error() string {
+	return "want a comma-separated string or an array of strings, got " + e.got
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
 // ParseQuery reads a query's JSON and checks what can be checked without a
 // time range: a known query type, the fields that type needs, and values
 // that parse. queryType, when not empty, is Grafana's own copy of the query
@@ -98,6 +161,16 @@ func ParseQuery(data []byte, queryType string) (Query, error) {
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := json.Unmarshal(data, &q); err != nil {
+			if le := (*listError)(nil); errors.As(err, &le) {
+				var raw map[string]json.RawMessage
+				_ = json.Unmarshal(data, &raw)
+				for _, k := range []string{"account", "user", "namespace"} {
+					var l List
+					if r, ok := raw[k]; ok && l.UnmarshalJSON(r) != nil {
+						return q, fmt.Errorf("%s: %w", k, le)
+					}
+				}
+			}
 			return q, fmt.Errorf("cannot read the query: %w", err)
 		}
 	}
@@ -125,6 +198,14 @@ func ParseQuery(data []byte, queryType string) (Query, error) {
 		if q.By != "" {
 			if _, err := report.ParseBy(q.By); err != nil {
 				return q, fmt.Errorf("group by: %w", err)
+			}
+		}
+		for _, l := range []struct {
+			name string
+			vals List
+		}{{"account", q.Account}, {"user", q.User}, {"namespace", q.Namespace}} {
+			if err := report.CheckFilterValues(l.name, l.vals); err != nil {
+				return q, err
 			}
 		}
 	case TypeJobStats:
@@ -280,6 +361,11 @@ func (q Query) request(from, to time.Time) (call, error) {
 		set(report.ParamStep, q.Step)
 		set(report.ParamIdleBelow, q.IdleBelow)
 		set(report.ParamIdleFor, q.IdleFor)
+		for param, l := range map[string]List{report.ParamAccount: q.Account, report.ParamUser: q.User, report.ParamNamespace: q.Namespace} {
+			if len(l) > 0 {
+				v[param] = l
+			}
+		}
 		_, err = report.ParseQueryAs(v, to, editorName)
 		c.Path = "/report"
 	case TypeJobStats:

@@ -1,6 +1,7 @@
 package datasource
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -26,6 +27,12 @@ func TestRequest(t *testing.T) {
 	}{
 		{"report", `{"queryType":"report","by":"user","idleBelow":"10%","idleFor":"1h","step":"5m","refId":"A","datasource":{"type":"gpuwatch-datasource"}}`,
 			"/report", url.Values{"from": {"2026-11-25T06:00:00Z"}, "to": {"2026-11-25T12:00:00Z"}, "by": {"user"}, "idle_below": {"10%"}, "idle_for": {"1h"}, "step": {"5m"}}},
+		{"report of accounts and users, comma-separated", `{"queryType":"report","by":"job","account":"nlp, vision","user":"bob"}`,
+			"/report", url.Values{"from": {"2026-11-25T06:00:00Z"}, "to": {"2026-11-25T12:00:00Z"}, "by": {"job"}, "account": {"nlp", "vision"}, "user": {"bob"}}},
+		{"report of accounts, an array; namespace", `{"queryType":"report","account":["a,b","c"],"namespace":"ml"}`,
+			"/report", url.Values{"from": {"2026-11-25T06:00:00Z"}, "to": {"2026-11-25T12:00:00Z"}, "account": {"a,b", "c"}, "namespace": {"ml"}}},
+		{"report of All, and of nothing typed", `{"queryType":"report","account":"$__all","user":"","namespace":[]}`,
+			"/report", url.Values{"from": {"2026-11-25T06:00:00Z"}, "to": {"2026-11-25T12:00:00Z"}}},
 		{"report over the last week", `{"queryType":"report","window":"7d"}`,
 			"/report", url.Values{"from": {"2026-11-18T12:00:00Z"}, "to": {"2026-11-25T12:00:00Z"}}},
 		{"a pod's job stats", `{"queryType":"jobstats","jobId":" ml/trainer-0 "}`,
@@ -74,6 +81,10 @@ func TestParseQueryErrors(t *testing.T) {
 		{`{"queryType":"explain","placementId":"../audit"}`, "", `placement id "../audit"`},
 		{`{"queryType":"drains","limit":-3}`, "", "limit -3"},
 		{`{"queryType":"report","by":7}`, "", "cannot read the query"},
+		{`{"queryType":"report","account":"nlp,,vision"}`, "", "account: an empty value"},
+		{`{"queryType":"report","user":["bob",""]}`, "", "user: an empty value"},
+		{`{"queryType":"report","user":7}`, "", "user: want a comma-separated string or an array of strings, got 7"},
+		{`{"queryType":"report","namespace":{"a":1}}`, "", "namespace: want"},
 		{`[`, "", "cannot read the query"},
 	} {
 		_, err := ParseQuery([]byte(c.json), c.queryType)
@@ -117,6 +128,7 @@ func FuzzParseQuery(f *testing.F) {
 		`{"queryType":"drains","limit":10}`,
 		`{"queryType":"fairshare","refId":"A","hide":false}`,
 		`{"queryType":"jobstats","jobId":"%2e%2e"}`, `{}`, `null`, ``,
+		`{"queryType":"report","account":"nlp,vision","user":["bob"],"namespace":"$__all"}`, `{"queryType":"report","user":",x"}`,
 	} {
 		f.Add([]byte(s), "")
 	}
@@ -147,7 +159,12 @@ func FuzzParseQuery(f *testing.F) {
 		name := func(p string) string { return p }
 		switch q.QueryType {
 		case TypeReport:
-			_, err = report.ParseQuery(u.Query(), now)
+			var o report.Options
+			o, err = report.ParseQuery(u.Query(), now)
+			if err == nil && (fmt.Sprint(o.Filter.Accounts) != fmt.Sprint([]string(q.Account)) || fmt.Sprint(o.Filter.Users) != fmt.Sprint([]string(q.User)) ||
+				fmt.Sprint(o.Filter.Namespaces) != fmt.Sprint([]string(q.Namespace))) {
+				t.Fatalf("%q: the filter %+v travels as %+v", data, q, o.Filter)
+			}
 		case TypeJobStats:
 			_, err = jobstats.ParseQuery(q.JobID, u.Query(), now, name)
 		case TypeFaults:

@@ -29,6 +29,9 @@ type Options struct {
 	// allocation measured below IdleBelow for at least IdleFor is idle.
 	IdleBelow float64
 	IdleFor   time.Duration
+	// Filter limits the report, and its previous period, to some
+	// allocations (empty: all of them).
+	Filter Filter
 	// NoPrevious skips the previous period.
 	NoPrevious bool
 	// ChunkSteps bounds the steps one range query asks for (default 720),
@@ -90,6 +93,9 @@ func (o *Options) defaults() error {
 		o.By = ByAccount
 	}
 	if _, err := ParseBy(string(o.By)); err != nil {
+		return err
+	}
+	if err := o.Filter.check(); err != nil {
 		return err
 	}
 	if o.ChunkSteps <= 0 {
@@ -183,14 +189,18 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	if len(cur.allocs) == 0 {
+	if len(cur.order) == 0 {
+		if !opts.Filter.IsZero() {
+			return nil, fmt.Errorf("%w (%s to %s) to %s: widen or move the window, or check the filter's values (they are the report's row keys)",
+				ErrNoData, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339), opts.Filter)
+		}
 		return nil, fmt.Errorf("%w (%s to %s): widen or move the window, or check that the agents ship %s to this store",
 			ErrNoData, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339), metricAllocation)
 	}
 	r := &Report{
 		From: opts.From, To: opts.To, By: opts.By, StepSeconds: opts.Step.Seconds(),
 		SampleIntervalSeconds: opts.SampleInterval.Seconds(), IdleBelow: opts.IdleBelow,
-		IdleForSeconds: opts.IdleFor.Seconds(), GeneratedAt: opts.Now().UTC(),
+		IdleForSeconds: opts.IdleFor.Seconds(), GeneratedAt: opts.Now().UTC(), Filter: opts.Filter,
 	}
 	r.Groups, r.Total = group(cur.list(), opts.By)
 	r.TopIdleJobs = topIdle(cur.list(), 10)
@@ -314,13 +324,24 @@ func read(ctx context.Context, q store.Querier, pl plan, opts Options, progress 
 			progress()
 		}
 	}
+	// The filter applies to the allocations found: a GPU's share among the
+	// allocations holding it in a step counts them all (a stored summary
+	// holds its share already).
+	keep := opts.Filter.matcher()
+	kept := p.order[:0]
 	for _, k := range p.order {
 		a := p.allocs[k]
+		if !keep.keeps(a) {
+			delete(p.allocs, k)
+			continue
+		}
+		kept = append(kept, k)
 		a.finish(opts.IdleFor)
 		if a.model == "" {
 			a.model = models[a.gpu]
 		}
 	}
+	p.order = kept
 	return p, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +38,8 @@ const stepsPerDay = 8640 // 10 s steps
 //     from 20:55 to 21:10 (across an hour), idle for 35 minutes before that
 //     and 40 after.
 //   - GPU-C (node-b, SM activity): pod nlp/p0 all week, time-shared with pod
-//     nlp/p1 for 1,000 steps in every 3,000; idle (3 %) 2,000 steps in every
+//     nlp/p1 (user pat: a filter can keep one of the two) for 1,000 steps in
+//     every 3,000; idle (3 %) 2,000 steps in every
 //     10,000. Framebuffer used, free and reserved, no total.
 //   - GPU-D (node-b): job 3000 (speech) unmeasured (no activity series) 5,000
 //     steps in every 10,000, utilization 60 % otherwise, ending at day 5 + 77
@@ -84,7 +87,7 @@ func weekSamples(from, to int) []telemetry.Sample {
 		// GPU-C
 		add(metricAllocation, allocLabels("node-b", "GPU-C", telemetry.LabelNamespace, "nlp", telemetry.LabelPod, "p0"), 1)
 		if (s/1000)%3 == 0 {
-			add(metricAllocation, allocLabels("node-b", "GPU-C", telemetry.LabelNamespace, "nlp", telemetry.LabelPod, "p1"), 1)
+			add(metricAllocation, allocLabels("node-b", "GPU-C", telemetry.LabelNamespace, "nlp", telemetry.LabelPod, "p1", telemetry.LabelUser, "pat"), 1)
 		}
 		sm := 0.3 + 0.01*float64(s%7)
 		if (s/2000)%5 == 1 {
@@ -210,6 +213,18 @@ func TestDownsampledEqualsRaw(t *testing.T) {
 		{"idle for 2h: five-minute summaries", Options{From: weekStart, To: end, By: ByAccount, IdleFor: 2 * time.Hour}, []string{"5m"}},
 		{"idle below 10%: raw", Options{From: weekStart, To: end, By: ByAccount, IdleBelow: 0.1}, []string{"raw"}},
 		{"step 5m: raw", Options{From: weekStart, To: end, By: ByModel, Step: 5 * time.Minute}, []string{"raw"}},
+		// Filtered: the same allocations kept on both paths, the previous
+		// period with them.
+		{"account nlp by user, unaligned", Options{From: weekStart.Add(26*time.Hour + 5*time.Minute), To: weekStart.Add(101*time.Hour + 7*time.Minute + 10*time.Second), By: ByUser,
+			Filter: Filter{Accounts: []string{"nlp"}}}, []string{"1h", "5m", "raw"}},
+		{"user pat by job: half a shared GPU", Options{From: weekStart.Add(3 * 24 * time.Hour), To: end, By: ByJob,
+			Filter: Filter{Users: []string{"pat"}}}, []string{"1h"}},
+		{"accounts and users by account", Options{From: weekStart.Add(3*24*time.Hour + 1234*time.Second), To: end.Add(-777 * time.Second), By: ByAccount,
+			Filter: Filter{Accounts: []string{"vision", "speech"}, Users: []string{"u1", "u2", "dan", "eve"}}}, []string{"1h", "5m", "raw"}},
+		{"namespace (none) by account", Options{From: weekStart.Add(3 * 24 * time.Hour), To: end, By: ByAccount,
+			Filter: Filter{Namespaces: []string{None}}}, []string{"1h"}},
+		{"namespace nlp by user, idle for 10m", Options{From: weekStart.Add(3 * 24 * time.Hour), To: end, By: ByUser, IdleFor: 10 * time.Minute,
+			Filter: Filter{Namespaces: []string{"nlp"}}}, []string{"5m"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rawOpts := c.opts
@@ -244,6 +259,9 @@ func TestDownsampledEqualsRaw(t *testing.T) {
 			}
 			t.Logf("read %v", cq.counts)
 			sameReport(t, sum, raw)
+			if !c.opts.Filter.IsZero() {
+				checkFiltered(t, ctx, st, c.opts, raw)
+			}
 		})
 	}
 
@@ -256,6 +274,74 @@ func TestDownsampledEqualsRaw(t *testing.T) {
 	tot := raw.Total
 	if tot.Idle < 10 || tot.Gaps < 2 || tot.Unmeasured < 10 || tot.MeasuredBy != SourceMixed || len(raw.Groups) != 3 {
 		t.Errorf("the week lacks a case: idle %.2f h, gaps %.2f h, unmeasured %.2f h, measured by %s, %d groups", tot.Idle, tot.Gaps, tot.Unmeasured, tot.MeasuredBy, len(raw.Groups))
+	}
+}
+
+// checkFiltered holds a filtered report to the unfiltered one: it says its
+// filter; its rows are the unfiltered rows of the kept keys where the filter
+// is on the report's own dimension, and no more than them otherwise; the
+// previous period is filtered too.
+func checkFiltered(t *testing.T, ctx context.Context, st store.Querier, opts Options, got *Report) {
+	t.Helper()
+	if !reflect.DeepEqual(got.Filter, opts.Filter) {
+		t.Errorf("the report says filter %+v, want %+v", got.Filter, opts.Filter)
+	}
+	all := opts
+	all.Filter, all.RawOnly = Filter{}, true
+	full, err := Compute(ctx, st, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]Group{}
+	for _, g := range full.Groups {
+		byKey[g.Key] = g
+	}
+	own := map[By][]string{ByAccount: opts.Filter.Accounts, ByUser: opts.Filter.Users, ByNamespace: opts.Filter.Namespaces}
+	only := 0
+	for _, vals := range own {
+		if len(vals) > 0 {
+			only++
+		}
+	}
+	// A job belongs to one account, user and namespace: its row is whole.
+	exact := only == 1 && len(own[opts.By]) > 0 || opts.By == ByJob
+	if len(got.Groups) == 0 {
+		t.Errorf("the filter kept no group")
+	}
+	var sum, prev float64
+	for _, g := range got.Groups {
+		w, ok := byKey[g.Key]
+		switch {
+		case !ok:
+			t.Errorf("group %s is not in the unfiltered report", g.Key)
+		case exact:
+			same := *full
+			same.Groups, same.Total, same.TopIdleJobs = []Group{w}, w, nil
+			part := *got
+			part.Groups, part.Total, part.TopIdleJobs = []Group{g}, g, nil
+			sameReport(t, &part, &same)
+		case g.Allocated > w.Allocated*(1+1e-9):
+			t.Errorf("group %s: %.6g GPU-hours filtered, %.6g without", g.Key, g.Allocated, w.Allocated)
+		}
+		sum += g.Allocated
+		if g.Previous != nil {
+			prev += g.Previous.Allocated
+		}
+	}
+	if math.Abs(sum-got.Total.Allocated) > 1e-9*math.Max(1, sum) {
+		t.Errorf("total %.12g GPU-hours, the groups add up to %.12g", got.Total.Allocated, sum)
+	}
+	if got.Total.Previous != nil && math.Abs(prev-got.Total.Previous.Allocated) > 1e-9*math.Max(1, prev) {
+		t.Errorf("previous total %.12g GPU-hours, the groups' previous add up to %.12g", got.Total.Previous.Allocated, prev)
+	}
+	if got.Total.Allocated >= full.Total.Allocated {
+		t.Errorf("total %.6g GPU-hours filtered, %.6g without", got.Total.Allocated, full.Total.Allocated)
+	}
+	for _, j := range got.TopIdleJobs {
+		a := Filter{Accounts: opts.Filter.Accounts, Users: opts.Filter.Users}
+		if (len(a.Accounts) > 0 && !slices.Contains(a.Accounts, j.Account)) || (len(a.Users) > 0 && !slices.Contains(a.Users, j.User)) {
+			t.Errorf("top idle job %+v is not the filter's", j)
+		}
 	}
 }
 

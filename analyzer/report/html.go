@@ -72,6 +72,9 @@ func HTMLFragment(r *Report) template.HTML {
 		fmt.Fprintf(&b, ` Changes against %s to %s.`, e(r.PreviousFrom.UTC().Format(time.RFC3339)), e(r.PreviousTo.UTC().Format(time.RFC3339)))
 	}
 	b.WriteString(`</p>`)
+	if f := r.filterLine(); f != "" {
+		fmt.Fprintf(&b, `<p class="gw-meta gw-filter">%s.</p>`, e(strings.ToUpper(f[:1])+f[1:]))
+	}
 	fmt.Fprintf(&b, `<p class="gw-meta">Total: %s GPU-hours allocated, %s measured (efficiency %s), %s idle.</p>`,
 		hours(r.Total.Allocated), hours(r.Total.Measured), pct(r.Total.Efficiency), hours(r.Total.Idle))
 

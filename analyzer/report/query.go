@@ -22,6 +22,11 @@ const (
 	ParamIdleFor   = "idle_for"   // a Go duration
 	ParamStep      = "step"       // a Go duration
 	ParamProgress  = "progress"   // "1": answer NDJSON progress lines, then the report
+	// Repeated, one exact value each: only the allocations of these
+	// accounts, users and namespaces (Filter).
+	ParamAccount   = "account"
+	ParamUser      = "user"
+	ParamNamespace = "namespace"
 )
 
 // ParsePercent reads a threshold written "5%" or as a fraction "0.05".
@@ -68,6 +73,16 @@ func ParseQueryAs(v url.Values, now time.Time, name func(param string) string) (
 			p = 1e-12 // "0%": nothing is below it; 0 would mean the default
 		}
 		o.IdleBelow = p
+	}
+	for _, f := range []struct {
+		param string
+		into  *[]string
+	}{{ParamAccount, &o.Filter.Accounts}, {ParamUser, &o.Filter.Users}, {ParamNamespace, &o.Filter.Namespaces}} {
+		vals := v[f.param]
+		if err := CheckFilterValues(name(f.param), vals); err != nil {
+			return o, err
+		}
+		*f.into = append([]string(nil), vals...)
 	}
 	for _, d := range []struct {
 		name string
@@ -146,6 +161,11 @@ func (o Options) Query() url.Values {
 	}
 	if o.Step > 0 {
 		v.Set(ParamStep, o.Step.String())
+	}
+	for param, vals := range map[string][]string{ParamAccount: o.Filter.Accounts, ParamUser: o.Filter.Users, ParamNamespace: o.Filter.Namespaces} {
+		if len(vals) > 0 {
+			v[param] = append([]string(nil), vals...)
+		}
 	}
 	return v
 }

@@ -97,6 +97,7 @@ func TestDownsampledRealStores(t *testing.T) {
 			for _, o := range []Options{
 				{From: weekStart.Add(12 * time.Hour), To: end, By: ByAccount, NoPrevious: true},
 				{From: weekStart.Add(12*time.Hour + 17*time.Minute + 20*time.Second), To: end.Add(-7 * time.Minute), By: ByJob, NoPrevious: true},
+				{From: weekStart.Add(12 * time.Hour), To: end, By: ByUser, NoPrevious: true, Filter: Filter{Users: []string{"pat", "bob"}}},
 			} {
 				raw := o
 				raw.RawOnly = true

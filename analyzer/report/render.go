@@ -132,6 +132,14 @@ func (r *Report) title() string {
 	return fmt.Sprintf("GPU utilization by %s, %s to %s (%s)", r.By, r.From.UTC().Format(time.RFC3339), r.To.UTC().Format(time.RFC3339), r.To.Sub(r.From))
 }
 
+// filterLine says which allocations the report counts, when not all.
+func (r *Report) filterLine() string {
+	if r.Filter.IsZero() {
+		return ""
+	}
+	return "only allocations of " + r.Filter.String() + " (totals and the previous period too)"
+}
+
 func (r *Report) idleRule() string {
 	return fmt.Sprintf("idle: allocated and below %.0f%% activity for at least %s", r.IdleBelow*100, time.Duration(r.IdleForSeconds*float64(time.Second)))
 }
@@ -140,6 +148,9 @@ func (r *Report) idleRule() string {
 func WriteTable(w io.Writer, r *Report) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintln(bw, r.title())
+	if f := r.filterLine(); f != "" {
+		fmt.Fprintln(bw, f)
+	}
 	fmt.Fprintf(bw, "step %s; %s", time.Duration(r.StepSeconds*float64(time.Second)), r.idleRule())
 	if !r.PreviousFrom.IsZero() {
 		fmt.Fprintf(bw, "; allocated_change against %s to %s", r.PreviousFrom.UTC().Format(time.RFC3339), r.PreviousTo.UTC().Format(time.RFC3339))
@@ -207,6 +218,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 func WriteMarkdown(w io.Writer, r *Report) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintf(bw, "## %s\n\n", r.title())
+	if f := r.filterLine(); f != "" {
+		fmt.Fprintf(bw, "%s.\n\n", mdEscape(strings.ToUpper(f[:1])+f[1:]))
+	}
 	fmt.Fprintf(bw, "Step %s; %s.\n\n", time.Duration(r.StepSeconds*float64(time.Second)), r.idleRule())
 	head := []string{string(r.By)}
 	sep := []string{"---"}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/telemetry/store/embedded"
 	"github.com/gpuwatch/gpuwatch/telemetry/store/embedded/embeddedtest"
@@ -121,4 +123,52 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	page.NoProblems()
 	page.Screenshot("utilization-report")
+}
+
+// TestFilteredReport: a filter keeps the rows, totals and previous period of
+// its allocations, and every format says it; an unfiltered report says none.
+func TestFilteredReport(t *testing.T) {
+	st := embeddedtest.Open(t, embedded.Options{})
+	t0 := syntheticWindow()
+	if err := st.Append(t.Context(), syntheticFleet(t0)); err != nil {
+		t.Fatal(err)
+	}
+	compute := func(by By, f Filter) *Report {
+		r, err := Compute(t.Context(), st, Options{From: t0, To: t0.Add(2 * time.Hour), By: by, Filter: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// vision: 3.67 GPU-hours, and job 0's two hours before the window.
+	r := compute(ByAccount, Filter{Accounts: []string{"vision"}})
+	if len(r.Groups) != 1 || r.Groups[0].Key != "vision" || !near(r.Total.Allocated, 11.0/3) || r.Total.Previous == nil || !near(r.Total.Previous.Allocated, 2) {
+		t.Errorf("account vision: %+v, total %+v", r.Groups, r.Total)
+	}
+	// carol's job 4 alone of nlp's (the pods on GPU-C are nlp's too).
+	if r := compute(ByAccount, Filter{Users: []string{"carol"}}); len(r.Groups) != 1 || r.Groups[0].Key != "nlp" || !near(r.Total.Allocated, 2) || r.Total.Previous != nil {
+		t.Errorf("user carol: %+v, total %+v", r.Groups, r.Total)
+	}
+	// A pod without an account has its namespace's; user too.
+	if r := compute(ByJob, Filter{Accounts: []string{"nlp"}, Users: []string{"nlp"}}); len(r.Groups) != 2 || r.Groups[0].Key != "nlp/p0" || !near(r.Total.Allocated, 2) {
+		t.Errorf("account and user nlp: %+v, total %+v", r.Groups, r.Total)
+	}
+	if _, err := Compute(t.Context(), st, Options{From: t0, To: t0.Add(2 * time.Hour), Filter: Filter{Accounts: []string{"nobody"}}}); !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "account nobody") {
+		t.Errorf("account nobody: %v, want ErrNoData naming the filter", err)
+	}
+	for _, f := range []Format{FormatTable, FormatMarkdown, FormatHTML, FormatJSON} {
+		for _, c := range []struct {
+			r    *Report
+			want bool
+		}{{r, true}, {syntheticReport(t), false}} {
+			var b bytes.Buffer
+			if err := Render(&b, c.r, f); err != nil {
+				t.Fatal(err)
+			}
+			says := strings.Contains(b.String(), "nly allocations of account vision") || strings.Contains(b.String(), `"filter": {`)
+			if says != c.want {
+				t.Errorf("%s: says a filter %v, want %v:\n%.600s", f, says, c.want, b.String())
+			}
+		}
+	}
 }

@@ -79,6 +79,117 @@ type Report struct {
 	// FairShareNote says why groups carry no fair-share standing, when they
 	// do not ("fair share is not configured", "only by account or user").
 	FairShareNote string `json:"fair_share_note,omitempty"`
+	// Filter is the allocations the report (and its previous period) counts;
+	// absent when it counts every allocation.
+	Filter Filter `json:"filter,omitzero"`
+}
+
+// Filter limits a report to some allocations: those whose account, user and
+// namespace are among the values given, compared exactly with the keys the
+// report's rows show by that dimension (a pod without an account has its
+// namespace's, a job without a user its account's, an allocation without a
+// namespace "(none)"). An empty list takes every value; the lists are
+// combined with and. A GPU shared with an allocation the filter leaves out
+// still counts in part: the share is computed before the filter.
+type Filter struct {
+	Accounts   []string `json:"accounts,omitempty"`
+	Users      []string `json:"users,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// The bounds of a filter: values per list, and bytes per value.
+const (
+	MaxFilterValues = 10_000
+	MaxFilterValue  = 256
+)
+
+// IsZero says the filter takes every allocation.
+func (f Filter) IsZero() bool {
+	return len(f.Accounts) == 0 && len(f.Users) == 0 && len(f.Namespaces) == 0
+}
+
+// String is the filter as the report's headers show it: "account nlp,
+// vision; user bob", or "" for none.
+func (f Filter) String() string {
+	var parts []string
+	for _, l := range f.lists() {
+		if len(l.values) > 0 {
+			parts = append(parts, l.name+" "+strings.Join(l.values, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+type filterList struct {
+	name   string
+	by     By
+	values []string
+}
+
+func (f Filter) lists() []filterList {
+	return []filterList{{"account", ByAccount, f.Accounts}, {"user", ByUser, f.Users}, {"namespace", ByNamespace, f.Namespaces}}
+}
+
+// check refuses an empty value, one longer than MaxFilterValue or one with a
+// control character, and more than MaxFilterValues values in a list.
+func (f Filter) check() error {
+	for _, l := range f.lists() {
+		if err := CheckFilterValues(l.name, l.values); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckFilterValues checks one list of a Filter; name names it in the error.
+func CheckFilterValues(name string, values []string) error {
+	if len(values) > MaxFilterValues {
+		return fmt.Errorf("%s: %d values, at most %d", name, len(values), MaxFilterValues)
+	}
+	for _, v := range values {
+		switch {
+		case v == "":
+			return fmt.Errorf("%s: an empty value: leave the filter out to take every %s", name, name)
+		case len(v) > MaxFilterValue:
+			return fmt.Errorf("%s %.40q…: %d bytes, at most %d", name, v, len(v), MaxFilterValue)
+		case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return fmt.Errorf("%s %q: a control character", name, v)
+		}
+	}
+	return nil
+}
+
+// matcher is a filter's lists as sets; nil takes everything.
+type matcher []struct {
+	by  By
+	set map[string]bool
+}
+
+func (f Filter) matcher() matcher {
+	var m matcher
+	for _, l := range f.lists() {
+		if len(l.values) == 0 {
+			continue
+		}
+		set := make(map[string]bool, len(l.values))
+		for _, v := range l.values {
+			set[v] = true
+		}
+		m = append(m, struct {
+			by  By
+			set map[string]bool
+		}{l.by, set})
+	}
+	return m
+}
+
+func (m matcher) keeps(a *alloc) bool {
+	for _, l := range m {
+		if !l.set[a.key(l.by)] {
+			return false
+		}
+	}
+	return true
 }
 
 // Group is one row of the report. Hours are GPU-hours.

@@ -33,15 +33,21 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	idleBelow := fs.String("idle-below", "5%", "activity under which an allocated GPU is idle (5% or 0.05)")
 	idleFor := fs.Duration("idle-for", 30*time.Minute, "how long a GPU must stay under --idle-below to count as idle")
 	step := fs.Duration("step", 0, "resolution (default: the agents' 10 s interval; coarser is faster over long windows)")
+	var accounts, users, namespaces csvList
+	fs.Var(&accounts, "account", "only the allocations of these accounts (comma-separated or repeated; exact, as the report's rows show them)")
+	fs.Var(&users, "user", "only the allocations of these users (comma-separated or repeated)")
+	fs.Var(&namespaces, "namespace", "only the allocations of these namespaces (comma-separated or repeated; (none) for Slurm jobs)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gpuwatch report --server URL [--from T --to T | --last D] [--by account|user|job|namespace|node|model]")
 		fmt.Fprintln(stderr, "                      [--output table|csv|json|markdown|html] [--idle-below 5%] [--idle-for 30m]")
+		fmt.Fprintln(stderr, "                      [--account A[,B]] [--user U[,V]] [--namespace N[,M]]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Prints a GPU utilization report from the gpuwatch server's store: per group, GPU-hours allocated and")
 		fmt.Fprintln(stderr, "measured (DCGM SM activity where profiling runs, else utilization), efficiency, idle allocated hours,")
 		fmt.Fprintln(stderr, "memory headroom, top idle jobs, the change against the previous period and the fair-share standing.")
 		fmt.Fprintln(stderr, "How samples are weighted and gaps counted: docs/reports.md. Example:")
 		fmt.Fprintln(stderr, "  gpuwatch report --server http://gpuwatch:9402 --last 168h --by account --output html > week.html")
+		fmt.Fprintln(stderr, "  gpuwatch report --server http://gpuwatch:9402 --last 168h --by user --account nlp,vision")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -62,6 +68,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *step != 0 {
 		v.Set(report.ParamStep, step.String())
 	}
+	for param, l := range map[string]csvList{report.ParamAccount: accounts, report.ParamUser: users, report.ParamNamespace: namespaces} {
+		if len(l) > 0 {
+			v[param] = l
+		}
+	}
 	// The server checks the same; checking here first names the flag.
 	opts, err := report.ParseQueryAs(v, time.Now(), func(p string) string { return "--" + strings.ReplaceAll(p, "_", "-") })
 	if err != nil {
@@ -77,6 +88,17 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return report.Render(stdout, rep, format)
+}
+
+// csvList is a repeatable flag of comma-separated values; an empty value
+// ("a,,b", a trailing comma) is kept for the report's check to name.
+type csvList []string
+
+func (l *csvList) String() string { return strings.Join(*l, ",") }
+
+func (l *csvList) Set(s string) error {
+	*l = append(*l, strings.Split(s, ",")...)
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"net"
 	neturl "net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,12 +33,30 @@ func TestReportCommand(t *testing.T) {
 			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: 40, Labels: telemetry.NewLabels(
 				telemetry.DCGMLabelUUID, "GPU-1", telemetry.DCGMLabelHostname, "gpu01")})
 	}
+	// Job 8 (cv/bo) on another GPU, idle.
+	for i := range 360 {
+		at := t0.Add(time.Duration(i)*10*time.Second + 5*time.Second)
+		batch = append(batch,
+			telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Time: at, Value: 1, Labels: telemetry.NewLabels(
+				telemetry.LabelNode, "gpu01", telemetry.LabelGPUUUID, "GPU-2", telemetry.LabelJobID, "8",
+				telemetry.LabelAccount, "cv", telemetry.LabelUser, "bo")},
+			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: 0, Labels: telemetry.NewLabels(
+				telemetry.DCGMLabelUUID, "GPU-2", telemetry.DCGMLabelHostname, "gpu01")})
+	}
 	realstore.RemoteWrite(t, url, batch, 0)
 	from, to := t0.Format(time.RFC3339), t0.Add(time.Hour).Format(time.RFC3339)
 
 	code, out, errOut := gw(t, "report", "--server", url, "--from", from, "--to", to, "--output", "csv")
-	if code != 0 || !strings.Contains(out, "\nml,1,1,1.00,0.40,40.0%,") || errOut != "" {
+	if code != 0 || !strings.Contains(out, "\nml,1,1,1.00,0.40,40.0%,") || !strings.Contains(out, "\ncv,1,1,1.00,0.00,") || !strings.Contains(out, "\ntotal,2,2,2.00,0.40,20.0%,") || errOut != "" {
 		t.Errorf("csv: exit %d\n%s%s", code, out, errOut)
+	}
+	// Filtered: only ml's allocations, in the rows and the total; the header
+	// says so. Comma-separated and repeated flags add up.
+	for _, args := range [][]string{{"--account", "ml"}, {"--account", "ml,nobody", "--user", "ann"}, {"--user", "nobody", "--user", "ann"}} {
+		code, out, errOut = gw(t, append([]string{"report", "--server", url, "--from", from, "--to", to}, args...)...)
+		if code != 0 || !strings.Contains(out, "only allocations of ") || strings.Contains(out, "cv") || !regexp.MustCompile(`(?m)^\s*total\s+1\s+1\s+1\.00\s+0\.40\s+40\.0%`).MatchString(out) {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
 	}
 	code, out, _ = gw(t, "report", "--server", url, "--from", from, "--to", to)
 	if code != 0 || !strings.Contains(out, "GPU utilization by account") || !strings.Contains(out, "gpu_util") {
@@ -67,6 +86,9 @@ func TestReportCommand(t *testing.T) {
 		{[]string{"--last", "1h", "--by", "team"}, 2, `--by: unknown grouping "team": want one of account, user, job, namespace, node, model`},
 		{[]string{"--last", "1h", "--output", "pdf"}, 2, "--output: unknown output"},
 		{[]string{"--last", "1h", "--idle-below", "5 percent"}, 2, "--idle-below"},
+		{[]string{"--last", "1h", "--account", "ml,"}, 2, "--account: an empty value"},
+		{[]string{"--last", "1h", "--user", strings.Repeat("u", 300)}, 2, "--user \"uuu"},
+		{[]string{"--from", from, "--to", to, "--account", "nobody"}, 1, "no GPU was seen allocated"},
 		{[]string{"--from", t0.Add(-72 * time.Hour).Format(time.RFC3339), "--to", t0.Add(-71 * time.Hour).Format(time.RFC3339)}, 1, "no GPU was seen allocated"},
 		{[]string{"--server", dead, "--last", "1h"}, 1, "cannot reach the gpuwatch server at " + dead},
 	} {

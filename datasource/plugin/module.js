@@ -37,6 +37,10 @@ define(['react', '@grafana/data', '@grafana/runtime'], function (React, grafanaD
   var TEXT_FIELDS = [
     { key: 'jobId', label: 'Job id', types: ['jobstats', 'stragglers'], placeholder: '4242 or namespace/pod', width: 24 },
     { key: 'placementId', label: 'Decision id', types: ['explain'], placeholder: 'the id place answered', width: 24 },
+    { key: 'account', label: 'Accounts', types: ['report'], placeholder: 'all, a,b or ${account:csv}', width: 16,
+      tooltip: 'only these accounts (comma-separated, exact); a multi-value variable as ${account:csv}; empty or All: every account' },
+    { key: 'user', label: 'Users', types: ['report'], placeholder: 'all, u,v or ${user:csv}', width: 16,
+      tooltip: 'only these users (comma-separated, exact); a multi-value variable as ${user:csv}; empty or All: every user' },
     { key: 'step', label: 'Step', types: ['report'], placeholder: '10s', width: 8 },
     { key: 'idleBelow', label: 'Idle below', types: ['report', 'jobstats'], placeholder: '5%', width: 8 },
     { key: 'idleFor', label: 'Idle for', types: ['report', 'jobstats'], placeholder: '30m', width: 8 },
@@ -46,6 +50,14 @@ define(['react', '@grafana/data', '@grafana/runtime'], function (React, grafanaD
       tooltip: 'a window this long ending where the time range ends (24h, 7d) instead of the time range' },
   ];
   var TEMPLATED = ['by', 'jobId', 'placementId', 'step', 'idleBelow', 'idleFor', 'minGap', 'minDuration', 'window', 'faults'];
+  // The report's lists: each value is one account (user, namespace); a
+  // multi-value variable in them is replaced comma-separated, and a variable
+  // at All (Grafana's $__all) means every one: the field is sent empty, so an
+  // allocation whose account the variable does not list (a pod's namespace,
+  // a new account) still counts.
+  var LISTS = ['account', 'user', 'namespace'];
+  var ALL = '$__all';
+  var VARIABLE_RE = /\$(\w+)|\$\{(\w+)(?::[^}]*)?\}|\[\[(\w+)(?::[^\]]*)?\]\]/g;
 
   var rowStyle = { display: 'flex', flexWrap: 'wrap', gap: '8px', alignItems: 'center', marginBottom: '4px' };
   var labelStyle = { display: 'inline-flex', alignItems: 'center', gap: '4px' };
@@ -77,8 +89,57 @@ define(['react', '@grafana/data', '@grafana/runtime'], function (React, grafanaD
     );
   }
 
+  function isAll(value) {
+    return value === ALL || (Array.isArray(value) && value.indexOf(ALL) >= 0);
+  }
+
+  // atAll says whether text names a template variable set to All, in
+  // scopedVars (a repeated panel's) or on the dashboard.
+  function atAll(srv, text, scopedVars) {
+    var m;
+    VARIABLE_RE.lastIndex = 0;
+    while ((m = VARIABLE_RE.exec(text)) !== null) {
+      var name = m[1] || m[2] || m[3];
+      if (scopedVars && scopedVars[name]) {
+        if (isAll(scopedVars[name].value)) {
+          return true;
+        }
+        continue;
+      }
+      var vars = typeof srv.getVariables === 'function' ? srv.getVariables() : [];
+      for (var i = 0; i < vars.length; i++) {
+        if (vars[i].name === name && vars[i].current && isAll(vars[i].current.value)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // list replaces the variables of a report list (a comma-separated string,
+  // or an array of them) into one comma-separated string; '' is every value.
+  function list(srv, value, scopedVars) {
+    var parts = Array.isArray(value) ? value : [value];
+    var out = [];
+    for (var i = 0; i < parts.length; i++) {
+      var p = parts[i] === undefined || parts[i] === null ? '' : String(parts[i]);
+      if (atAll(srv, p, scopedVars)) {
+        return '';
+      }
+      var r = srv.replace(p, scopedVars, 'csv');
+      if (r.split(',').some(function (x) { return x.trim() === ALL; })) {
+        return '';
+      }
+      if (r.trim() !== '') {
+        out.push(r);
+      }
+    }
+    return out.join(',');
+  }
+
   // DataSource runs queries through the backend; it replaces Grafana's
-  // template variables ($account, ${job}) in the query's text fields first.
+  // template variables ($job, ${account:csv}) in the query's text fields
+  // first (Grafana sends the backend what this returns).
   class DataSource extends grafanaRuntime.DataSourceWithBackend {
     constructor(instanceSettings) {
       super(instanceSettings);
@@ -98,6 +159,11 @@ define(['react', '@grafana/data', '@grafana/runtime'], function (React, grafanaD
       TEMPLATED.forEach(function (k) {
         if (typeof out[k] === 'string' && out[k] !== '') {
           out[k] = srv.replace(out[k], scopedVars);
+        }
+      });
+      LISTS.forEach(function (k) {
+        if (out[k] !== undefined && out[k] !== null && out[k] !== '') {
+          out[k] = list(srv, out[k], scopedVars);
         }
       });
       return out;

@@ -19,13 +19,40 @@ class DataSourcePlugin {
 class DataSourceWithBackend {
   constructor(settings) { this.instanceSettings = settings; }
 }
+// The dashboard's variables as Grafana's template service holds them: team
+// one value, account at All (includeAll, no custom all value: every value),
+// user two values, ns at All with a custom all value.
+const dashboardVars = [
+  { name: 'team', current: { value: 'nlp' }, options: ['nlp'] },
+  { name: 'account', current: { value: ['$__all'] }, options: ['nlp', 'vision'] },
+  { name: 'user', current: { value: ['bob', 'carol'] }, options: ['bob', 'carol', 'dan'] },
+  { name: 'ns', current: { value: '$__all' }, allValue: '.*', options: ['a'] },
+];
 const templateSrv = {
-  replace(s, scoped) {
-    return s.replace(/\$\{(\w+)\}|\$(\w+)/g, (m, a, b) => {
-      const v = scoped && scoped[a || b];
-      return v ? String(v.value) : m;
+  // replace as Grafana's does: scoped variables first; All is every option
+  // (or the custom all value); csv joins a multi-value with commas, no
+  // format joins it as {a,b}.
+  replace(s, scoped, format) {
+    return s.replace(/\$\{(\w+)(?::(\w+))?\}|\$(\w+)/g, (m, a, f, b) => {
+      const name = a || b;
+      let value;
+      if (scoped && scoped[name]) {
+        value = scoped[name].value;
+      } else {
+        const v = dashboardVars.find((x) => x.name === name);
+        if (!v) return m;
+        value = v.current.value;
+        if (value === '$__all' || (Array.isArray(value) && value.includes('$__all'))) {
+          if (v.allValue) return v.allValue;
+          value = v.options;
+        }
+      }
+      if (!Array.isArray(value)) return String(value);
+      const fmt = f || format;
+      return fmt === 'csv' ? value.join(',') : value.length === 1 ? value[0] : '{' + value.join(',') + '}';
     });
   },
+  getVariables() { return dashboardVars; },
 };
 const shared = {
   react: React,
@@ -56,7 +83,7 @@ function controls(tree) {
 // The value a person would type into a control.
 const typed = {
   'Job id': '4242', 'Decision id': 'd-7', Step: '1m', 'Idle below': '10%', 'Idle for': '45m', 'Min gap': '20%',
-  'Min duration': '3m', Window: '7d', Limit: '25', URL: 'https://gpuwatch.example:9402', Token: 's3cret',
+  'Min duration': '3m', Window: '7d', Limit: '25', Accounts: 'nlp,vision', Users: 'bob', URL: 'https://gpuwatch.example:9402', Token: 's3cret',
   'CA certificate': '-----BEGIN CERTIFICATE-----', Timeout: '120', 'Skip certificate verification': true,
 };
 
@@ -99,6 +126,18 @@ out.templated = ds.applyTemplateVariables(
   { refId: 'A', queryType: 'jobstats', jobId: '${job}', window: '$range', idleBelow: '5%' },
   { job: { value: '4242' }, range: { value: '24h' } }
 );
+// The report's lists: a multi-value variable comma-separated, All (dashboard
+// or scoped) as every allocation, arrays joined, literal values kept.
+out.templatedLists = {};
+for (const [name, q, scoped] of [
+  ['dashboard', { account: '${account:csv}', user: '${user:csv}' }],
+  ['plain syntax', { account: '$team', user: '$user' }],
+  ['scoped', { account: '$account', user: '${user:csv}' }, { account: { value: ['vision', 'cv'] }, user: { value: '$__all' } }],
+  ['array and literal', { account: ['${team}', 'cv'], user: 'eve, ${user:csv}', namespace: '${ns:csv}' }],
+  ['empty', { account: '', user: [] }],
+]) {
+  out.templatedLists[name] = ds.applyTemplateVariables(Object.assign({ refId: 'A', queryType: 'report', by: 'account' }, q), scoped || {});
+}
 out.hiddenFiltered = !ds.filterQuery({ refId: 'A', queryType: 'report', hide: true });
 
 // The config editor: every control typed into; what it sends to Grafana.

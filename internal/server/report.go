@@ -13,9 +13,11 @@ import (
 // reportRoutes serves the analyzer's utilization report:
 //
 //	GET /api/gpuwatch/v1/report?from=&to=|last=&by=&idle_below=&idle_for=&step=
+//	    [&account=…][&user=…][&namespace=…]
 //
 // answers the report as JSON (400 for bad parameters, 404 when no GPU was
-// allocated in the window). With progress=1 it answers NDJSON instead: a
+// allocated in the window, or none to the filter's accounts, users and
+// namespaces: each repeated, one exact value each). With progress=1 it answers NDJSON instead: a
 // {"progress":{"done":n,"total":m}} line per chunk of the window read, then
 // {"report":…} or {"error":…}. It reads the store lazily, so it can be
 // registered before the store is opened.

@@ -3,10 +3,13 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,16 +23,19 @@ import (
 
 // oneJobHour is an hour of one GPU allocated to job 7 (account ml, user ann)
 // at 50 % utilization, shipped every 10 s: 1 GPU-hour allocated, 0.5 measured.
-func oneJobHour(t0 time.Time) []telemetry.Sample {
+func oneJobHour(t0 time.Time) []telemetry.Sample { return jobHour(t0, "GPU-1", "7", "ml", "ann", 50) }
+
+// jobHour is an hour of one GPU allocated to a job at a utilization.
+func jobHour(t0 time.Time, uuid, job, account, user string, util float64) []telemetry.Sample {
 	var out []telemetry.Sample
 	for i := range 360 {
 		at := t0.Add(time.Duration(i)*10*time.Second + 5*time.Second)
 		out = append(out,
 			telemetry.Sample{Name: telemetry.MetricGPUAllocationInfo, Time: at, Value: 1, Labels: telemetry.NewLabels(
-				telemetry.LabelNode, "gpu01", telemetry.LabelGPUUUID, "GPU-1", telemetry.LabelGPUIndex, "0",
-				telemetry.LabelJobID, "7", telemetry.LabelAccount, "ml", telemetry.LabelUser, "ann")},
-			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: 50, Labels: telemetry.NewLabels(
-				telemetry.DCGMLabelUUID, "GPU-1", telemetry.DCGMLabelGPU, "0", telemetry.DCGMLabelHostname, "gpu01")})
+				telemetry.LabelNode, "gpu01", telemetry.LabelGPUUUID, uuid, telemetry.LabelGPUIndex, "0",
+				telemetry.LabelJobID, job, telemetry.LabelAccount, account, telemetry.LabelUser, user)},
+			telemetry.Sample{Name: telemetry.DCGMGPUUtil, Time: at, Value: util, Labels: telemetry.NewLabels(
+				telemetry.DCGMLabelUUID, uuid, telemetry.DCGMLabelGPU, "0", telemetry.DCGMLabelHostname, "gpu01")})
 	}
 	return out
 }
@@ -97,12 +103,50 @@ func TestReportAPI(t *testing.T) {
 		t.Errorf("progress answer:\n%s", strings.Join(lines, "\n"))
 	}
 
+	// A second job, of account cv: a filter keeps one account's rows and
+	// totals, or both.
+	if err := s.Appender().Append(t.Context(), jobHour(t0, "GPU-2", "8", "cv", "bo", 20)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		filter         url.Values
+		keys           string
+		allocated, eff float64
+	}{
+		{url.Values{}, "[ann bo]", 2, 0.35},
+		{url.Values{"account": {"cv"}}, "[bo]", 1, 0.2},
+		{url.Values{"user": {"ann"}}, "[ann]", 1, 0.5},
+		{url.Values{"account": {"ml", "cv"}, "user": {"bo"}}, "[bo]", 1, 0.2},
+	} {
+		q := report.Options{From: t0, To: t0.Add(time.Hour), By: report.ByUser}.Query()
+		for k, v := range c.filter {
+			q[k] = v
+		}
+		resp, b := get(q)
+		var r report.Report
+		if err := json.Unmarshal([]byte(b), &r); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", q.Encode(), resp.StatusCode, b)
+		}
+		var keys []string
+		for _, g := range r.Groups {
+			keys = append(keys, g.Key)
+		}
+		slices.Sort(keys)
+		if fmt.Sprint(keys) != c.keys || r.Total.Allocated != c.allocated || r.Total.Efficiency == nil || math.Abs(*r.Total.Efficiency-c.eff) > 1e-9 ||
+			fmt.Sprint(r.Filter.Accounts, r.Filter.Users) != fmt.Sprint(c.filter["account"], c.filter["user"]) {
+			t.Errorf("%s: groups %v, total %+v, filter %+v", c.filter.Encode(), keys, r.Total, r.Filter)
+		}
+	}
+
 	for _, c := range []struct {
 		q    url.Values
 		code int
 		want string
 	}{
 		{url.Values{"by": {"team"}, "last": {"1h"}}, 400, `by: unknown grouping \"team\"`},
+		{url.Values{"account": {""}}, 400, "account: an empty value"},
+		{url.Values{"user": {"ann", strings.Repeat("u", report.MaxFilterValue+1)}}, 400, "report: user"},
+		{url.Values{"from": {t0.Format(time.RFC3339)}, "to": {t0.Add(time.Hour).Format(time.RFC3339)}, "account": {"nobody"}}, 404, "account nobody"},
 		{url.Values{"from": {t0.Format(time.RFC3339)}, "to": {t0.Add(-time.Hour).Format(time.RFC3339)}}, 400, "empty or reversed"},
 		{url.Values{"from": {"yesterday"}, "to": {"today"}}, 400, "RFC 3339"},
 		{url.Values{"idle_below": {"150%"}}, 400, "idle_below"},
@@ -148,9 +192,11 @@ func TestReportFairShare(t *testing.T) {
 		{report.ByAccount, "ml", 1, 0.75, "", true},
 		{report.ByUser, "ann", 1, 0.75, "", true},
 		{report.ByNode, "gpu01", 0, 0, "by account or by user only", false},
+		// Filtered, a group keeps its own standing.
+		{report.ByAccount, "ml", 1, 0.75, "", true},
 	} {
 		rec := httptest.NewRecorder()
-		q := report.Options{From: t0, To: t0.Add(time.Hour), By: c.by}.Query()
+		q := report.Options{From: t0, To: t0.Add(time.Hour), By: c.by, Filter: report.Filter{Accounts: []string{"ml"}}}.Query()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, APIPrefix+"/report?"+q.Encode(), nil))
 		var r report.Report
 		if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || rec.Code != http.StatusOK || len(r.Groups) != 1 {

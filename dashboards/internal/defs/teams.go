@@ -45,10 +45,13 @@ var measured = measuredBy("DCGM_FI_DEV_GPU_UTIL", " / 100")
 // the dashboard's time range, from the gpuwatch data source: allocated,
 // measured (SM activity where DCGM profiles, else utilization), idle,
 // unmeasured and unobserved GPU-hours, efficiency, memory peak and headroom,
-// the previous period, fair share (docs/reports.md).
+// the previous period, fair share (docs/reports.md); only the allocations of
+// the accounts and users the dashboard's variables pick (comma-separated, as
+// the report query reads a multi-value variable; All is every allocation).
 func reportTable(title, desc, by string) *table.PanelBuilder {
 	return analyzerTable(panel{title: title, desc: desc, unit: unitCount},
-		map[string]any{"queryType": "report", "by": by, "step": "1m"})
+		map[string]any{"queryType": "report", "by": by, "step": "1m",
+			"account": "${" + varAccount.name + ":csv}", "user": "${" + varUser.name + ":csv}"})
 }
 
 // teams is utilization by account, user and job: what was allocated against
@@ -79,13 +82,13 @@ func teams() *dashboard.DashboardBuilder {
 			targets: []target{q(`sum by (account) `+measuredBy("DCGM_FI_PROF_SM_ACTIVE", ""), "{{account}}")}}))
 	b.row("Over the time range").
 		add(reportTable("GPU-hours by account",
-			"gpuwatch's utilization report by account over the dashboard's time range (the gpuwatch data source): GPU-hours allocated, measured (DCGM's SM activity where it profiles, else utilization), idle (under 5% for 30 minutes or more), unmeasured and unobserved, efficiency, memory peak and headroom, the previous period of the same length and the fair-share factor. Every account: the report covers the fleet, whatever the Account and User variables say.",
+			"gpuwatch's utilization report by account over the dashboard's time range (the gpuwatch data source): GPU-hours allocated, measured (DCGM's SM activity where it profiles, else utilization), idle (under 5% for 30 minutes or more), unmeasured and unobserved, efficiency, memory peak and headroom, the previous period of the same length and the fair-share factor. Only the allocations of the accounts and users the Account and User variables pick (All: the whole fleet, pods without an account label included), in the rows, the total and the previous period; each account's fair-share factor is its own.",
 			"account")).
 		add(reportTable("GPU-hours by user",
-			"gpuwatch's utilization report by user over the time range: GPU-hours allocated, measured and idle, efficiency, memory headroom, against the previous period; every user.",
+			"gpuwatch's utilization report by user over the time range: GPU-hours allocated, measured and idle, efficiency, memory headroom, against the previous period; the users the Account and User variables pick.",
 			"user")).
 		add(reportTable("GPU-hours by job",
-			"gpuwatch's utilization report by job over the time range (Slurm job id, or namespace/pod): the jobs that hold more than they use, and those left idle; every job.",
+			"gpuwatch's utilization report by job over the time range (Slurm job id, or namespace/pod): the jobs that hold more than they use, and those left idle; the jobs of the accounts and users the Account and User variables pick.",
 			"job")).
 		add(labelTable(panel{title: "Idle allocations", unit: unitPercent, w: 24,
 			desc: "Allocations whose GPU averaged under 5% utilization over the time range: the GPU, the job and its owner, and the mean. Click a row to open the GPU.",
