@@ -74,18 +74,8 @@ func TestFollowerNeverActsThenTakesOver(t *testing.T) {
 	el := &handElector{id: "server-1", leader: "server-0", granted: make(chan struct{}), lost: make(chan struct{})}
 	pol := drain.DefaultPolicy()
 	pol.Budget.Count, pol.Budget.Min = 10, 0
-	s, err := New(Options{DataDir: t.TempDir(), Elector: el,
+	s, ts, runErr := running(t, Options{DataDir: t.TempDir(), Elector: el,
 		Drain: &DrainOptions{Policy: pol, Actuator: act, ActuatorName: "log", PollInterval: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- s.Run(ctx) }()
 
 	cond := telemetry.Condition{Kind: telemetry.ConditionGPULost, Target: telemetry.GPUTarget(telemetry.GPUID{Node: "gpu-07", Index: 3}),
 		GPUUUID: "GPU-3", Severity: telemetry.SeverityFatal, Action: telemetry.ActionRestartBM, Message: "GPU lost"}
@@ -166,6 +156,24 @@ func TestFollowerNeverActsThenTakesOver(t *testing.T) {
 	if s.Leader().Acting {
 		t.Error("still acting after the lead was lost")
 	}
+}
+
+// running is a server built from o, serving on loopback and running its
+// loops (Run's result on the channel) until the test ends.
+func running(t *testing.T, o Options) (*Server, *httptest.Server, <-chan error) {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	runErr := make(chan error, 1)
+	go func() { runErr <- s.Run(ctx) }()
+	return s, ts, runErr
 }
 
 type lockedWriter struct {
@@ -262,18 +270,8 @@ func (l *handLeaderService) counts() (calls, published int) {
 func TestLeaderService(t *testing.T) {
 	el := &handElector{id: "server-1", leader: "server-0", granted: make(chan struct{}), lost: make(chan struct{})}
 	ls := &handLeaderService{failures: 2}
-	s, err := New(Options{DataDir: t.TempDir(), Elector: el, LeaderService: ls, LeaderServiceInterval: 300 * time.Millisecond,
+	s, ts, runErr := running(t, Options{DataDir: t.TempDir(), Elector: el, LeaderService: ls, LeaderServiceInterval: 300 * time.Millisecond,
 		Drain: &DrainOptions{Policy: drain.DefaultPolicy(), Actuator: drain.NewLogActuator(io.Discard), ActuatorName: "log", PollInterval: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- s.Run(ctx) }()
 
 	manual, _ := json.Marshal(drain.ManualRequest{Node: "gpu-08", Reason: "PSU swap", User: "alice"})
 	resp := post(t, ts.URL+APIPrefix+"/drain", "application/json", manual, nil)
