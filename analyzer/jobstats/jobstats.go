@@ -354,18 +354,12 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Result, error
 		return nil, fmt.Errorf("job %q: %w: its allocation series name no GPU (%s)", opts.Job, ErrNoJob, telemetry.LabelGPUUUID)
 	}
 	sort.Strings(uuids)
-	quoted := make([]string, len(uuids))
-	for i, u := range uuids {
-		quoted[i] = regexp.QuoteMeta(u)
-	}
-	re := strconv.Quote(strings.Join(quoted, "|"))
+	re := report.GPUMatcher(uuids)
 	dcgmSel := "{" + telemetry.DCGMLabelUUID + "=~" + re + "}"
 	ownSel := "{" + telemetry.LabelGPUUUID + "=~" + re + "}"
 
-	// DCGM's series name the GPU by dcgm-exporter's UUID; a series relabelled
-	// with gpuwatch's gpu_uuid only is read too.
 	read := func(fn, metric string) (map[string][]float64, error) {
-		m, err := rangeQ(fn+"("+metric+dcgmSel+w+") or "+fn+"("+metric+ownSel+w+")", start.Add(s), end)
+		m, err := rangeQ(report.OverGPUs(fn, metric, re, w), start.Add(s), end)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +110,26 @@ func JobSelector(job string) string {
 		return "{" + telemetry.LabelNamespace + "=" + strconv.Quote(ns) + "," + telemetry.LabelPod + "=" + strconv.Quote(pod) + "}"
 	}
 	return "{" + telemetry.LabelJobID + "=" + strconv.Quote(job) + "}"
+}
+
+// GPUMatcher is the quoted regular expression that matches exactly the GPUs
+// uuids (each quoted, in sorted order), for a =~ matcher on gpuwatch's
+// gpu_uuid or dcgm-exporter's UUID.
+func GPUMatcher(uuids []string) string {
+	quoted := make([]string, len(uuids))
+	for i, u := range uuids {
+		quoted[i] = regexp.QuoteMeta(u)
+	}
+	sort.Strings(quoted)
+	return strconv.Quote(strings.Join(quoted, "|"))
+}
+
+// OverGPUs is fn over metric's series of the GPUs that matcher (GPUMatcher)
+// names, over the range rng ("[1m]"), whether a series names its GPU by
+// dcgm-exporter's UUID or by gpuwatch's gpu_uuid (a relabelled DCGM series).
+func OverGPUs(fn, metric, matcher, rng string) string {
+	return fn + "(" + metric + "{" + telemetry.DCGMLabelUUID + "=~" + matcher + "}" + rng + ") or " +
+		fn + "(" + metric + "{" + telemetry.LabelGPUUUID + "=~" + matcher + "}" + rng + ")"
 }
 
 // ParseWindow reads a window from the API's from and to (RFC 3339) or last

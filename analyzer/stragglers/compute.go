@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/analyzer/report"
@@ -109,14 +107,10 @@ func Compute(ctx context.Context, q store.Querier, opts Options) (*Report, error
 	if opts.Job != "" {
 		var uuids []string
 		for k := range members {
-			uuids = append(uuids, regexp.QuoteMeta(k.gpu))
+			uuids = append(uuids, k.gpu)
 		}
-		sort.Strings(uuids)
-		re := strconv.Quote(strings.Join(uuids, "|"))
-		over = func(fn, metric string) string {
-			return fn + "(" + metric + "{" + telemetry.LabelGPUUUID + "=~" + re + "}" + look + ") or " +
-				fn + "(" + metric + "{" + telemetry.DCGMLabelUUID + "=~" + re + "}" + look + ")"
-		}
+		re := report.GPUMatcher(uuids)
+		over = func(fn, metric string) string { return report.OverGPUs(fn, metric, re, look) }
 	}
 	values := map[string]map[string][]float64{} // metric → GPU → per step
 	var thrM store.Matrix
