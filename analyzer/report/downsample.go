@@ -111,6 +111,10 @@ type IntervalStats struct {
 	Took        time.Duration
 }
 
+// ResolutionLabel is the resolution as the summaries' resolution label
+// writes it: 5m, 1h.
+func (s IntervalStats) ResolutionLabel() string { return formatDuration(s.Resolution) }
+
 // NewDownsampler checks opts and builds a Downsampler over q and app.
 func NewDownsampler(q store.Querier, app store.Appender, opts DownsampleOptions) (*Downsampler, error) {
 	if err := opts.defaults(); err != nil {
