@@ -111,6 +111,10 @@ type IntervalStats struct {
 	Took        time.Duration
 }
 
+// ResolutionLabel is the resolution as the summaries' resolution label
+// writes it: 5m, 1h.
+func (s IntervalStats) ResolutionLabel() string { return formatDuration(s.Resolution) }
+
 // NewDownsampler checks opts and builds a Downsampler over q and app.
 func NewDownsampler(q store.Querier, app store.Appender, opts DownsampleOptions) (*Downsampler, error) {
 	if err := opts.defaults(); err != nil {
@@ -233,24 +237,13 @@ func (d *Downsampler) Step(ctx context.Context) ([]IntervalStats, error) {
 // the store holds this Downsampler's marker for.
 func (d *Downsampler) marked(ctx context.Context, res time.Duration, from, to time.Time) (map[int64]bool, error) {
 	first := alignUp(from.Add(time.Millisecond), res)
-	set := map[int64]bool{}
 	if first.After(to) {
-		return set, nil
+		return map[int64]bool{}, nil
 	}
-	expr := fmt.Sprintf(`last_over_time(%s{%s=%q,%s=%q,%s=%q,%s=%q}[%s])`, MetricSummaries,
+	sel := fmt.Sprintf(`%s{%s=%q,%s=%q,%s=%q,%s=%q}`, MetricSummaries,
 		LabelResolution, formatDuration(res), LabelSampleInterval, formatDuration(d.opts.SampleInterval),
-		LabelIdleBelow, formatFraction(d.opts.IdleBelow), LabelIdleFor, formatDuration(d.opts.IdleFor),
-		formatDuration(res-time.Millisecond))
-	m, err := d.q.Range(ctx, expr, store.Range{Start: first, End: alignDown(to, res), Step: res})
-	if err != nil {
-		return nil, fmt.Errorf("reading %s from the store: %w", MetricSummaries, err)
-	}
-	for _, ser := range m {
-		for _, pt := range ser.Points {
-			set[alignDown(pt.T.Add(res/2), res).UnixMilli()] = true
-		}
-	}
-	return set, nil
+		LabelIdleBelow, formatFraction(d.opts.IdleBelow), LabelIdleFor, formatDuration(d.opts.IdleFor))
+	return markedEnds(ctx, d.q, sel, res, first, alignDown(to, res), nil)
 }
 
 // Downsample writes the summaries of the interval (end−res, end] of

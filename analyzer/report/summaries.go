@@ -282,24 +282,16 @@ func planWindow(ctx context.Context, q store.Querier, from, to time.Time, opts O
 		}
 		sel := fmt.Sprintf(`%s{%s=%q,%s=%q,%s=%q}`, MetricSummaries, LabelResolution, formatDuration(res),
 			LabelSampleInterval, formatDuration(opts.SampleInterval), LabelIdleBelow, formatFraction(opts.IdleBelow))
-		expr := "last_over_time(" + sel + "[" + formatDuration(res-time.Millisecond) + "])"
-		m, err := q.Range(ctx, expr, store.Range{Start: first, End: last, Step: res})
+		// Idle runs inside a summary (shorter than res) were held against
+		// the Downsampler's idle duration: they count the same for the
+		// report's only when it is the same, or when neither lets a run
+		// shorter than res count.
+		set, err := markedEnds(ctx, q, sel, res, first, last, func(ls telemetry.Labels) bool {
+			idleFor, err := time.ParseDuration(ls.Get(LabelIdleFor))
+			return err == nil && (idleFor == opts.IdleFor || (idleFor >= res && opts.IdleFor >= res))
+		})
 		if err != nil {
-			return plan{}, fmt.Errorf("reading %s from the store: %w", MetricSummaries, err)
-		}
-		set := map[int64]bool{}
-		for _, ser := range m {
-			// Idle runs inside a summary (shorter than res) were held
-			// against the Downsampler's idle duration: they count the same
-			// for the report's only when it is the same, or when neither
-			// lets a run shorter than res count.
-			idleFor, err := time.ParseDuration(ser.Labels.Get(LabelIdleFor))
-			if err != nil || (idleFor != opts.IdleFor && (idleFor < res || opts.IdleFor < res)) {
-				continue
-			}
-			for _, pt := range ser.Points {
-				set[alignDown(pt.T.Add(res/2), res).UnixMilli()] = true // rounded: a remote store answers float seconds
-			}
+			return plan{}, err
 		}
 		covered[res] = set
 	}
@@ -345,6 +337,27 @@ func planWindow(ctx context.Context, q store.Querier, from, to time.Time, opts O
 		}
 	}
 	return pl, nil
+}
+
+// markedEnds is the ends of the intervals of resolution res, from first to
+// last, that the store holds a gpuwatch_report_summaries marker for: of the
+// marker series sel matches, those keep takes (nil: all).
+func markedEnds(ctx context.Context, q store.Querier, sel string, res time.Duration, first, last time.Time, keep func(telemetry.Labels) bool) (map[int64]bool, error) {
+	expr := "last_over_time(" + sel + "[" + formatDuration(res-time.Millisecond) + "])"
+	m, err := q.Range(ctx, expr, store.Range{Start: first, End: last, Step: res})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from the store: %w", MetricSummaries, err)
+	}
+	set := map[int64]bool{}
+	for _, ser := range m {
+		if keep != nil && !keep(ser.Labels) {
+			continue
+		}
+		for _, pt := range ser.Points {
+			set[alignDown(pt.T.Add(res/2), res).UnixMilli()] = true // rounded: a remote store answers float seconds
+		}
+	}
+	return set, nil
 }
 
 // readSummaries adds the stored summaries of sg to p: all at once where the

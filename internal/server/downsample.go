@@ -92,13 +92,7 @@ func (ds *downsampler) run(ctx context.Context) {
 			ds.errors.Inc()
 			return
 		}
-		res := st.Resolution.String()
-		switch st.Resolution {
-		case time.Hour:
-			res = "1h"
-		case 5 * time.Minute:
-			res = "5m"
-		}
+		res := st.ResolutionLabel()
 		ds.durations.WithLabelValues(res).Observe(st.Took.Seconds())
 		ds.samples.WithLabelValues(res).Add(float64(st.Samples))
 	})

@@ -1,11 +1,9 @@
 package realstore
 
 import (
-	"bytes"
+	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,25 +66,12 @@ func chunk(samples []telemetry.Sample, per time.Duration) int {
 
 // post sends one remote-write request.
 func post(url string, samples []telemetry.Sample) error {
-	body, err := EncodeWriteRequest(samples)
+	w, err := remote.NewWriter(url, remote.Options{})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%d samples: HTTP %d: %s", len(samples), resp.StatusCode, msg)
+	if err := w.Append(context.Background(), samples); err != nil {
+		return fmt.Errorf("%d samples: %w", len(samples), err)
 	}
 	return nil
 }

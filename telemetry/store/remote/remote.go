@@ -160,19 +160,9 @@ func (q *Querier) Range(ctx context.Context, expr string, r store.Range) (store.
 		"end":   {formatTime(r.End)},
 		"step":  {strconv.FormatFloat(r.Step.Seconds(), 'f', -1, 64)},
 	}
-	data, err := q.do(ctx, "/api/v1/query_range", expr, params)
+	raw, err := q.matrix(ctx, "/api/v1/query_range", expr, params)
 	if err != nil {
 		return nil, err
-	}
-	if data.ResultType != "matrix" {
-		return nil, &Error{URL: q.endpoint("/api/v1/query_range"), Query: expr, Message: fmt.Sprintf("answer is a %q, not a matrix", data.ResultType)}
-	}
-	var raw []struct {
-		Metric map[string]string `json:"metric"`
-		Values []point           `json:"values"`
-	}
-	if err := json.Unmarshal(data.Result, &raw); err != nil {
-		return nil, q.decodeErr("/api/v1/query_range", expr, err)
 	}
 	out := make(store.Matrix, len(raw))
 	for i, s := range raw {
@@ -197,19 +187,9 @@ func (q *Querier) Samples(ctx context.Context, selector string, from, to time.Ti
 		return nil, fmt.Errorf("remote store %s: reading %s: the window %s to %s is empty", q.base, selector, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	}
 	expr := selector + "[" + strconv.FormatInt(to.Sub(from).Milliseconds(), 10) + "ms]"
-	data, err := q.do(ctx, "/api/v1/query", expr, url.Values{"query": {expr}, "time": {formatTime(to)}})
+	raw, err := q.matrix(ctx, "/api/v1/query", expr, url.Values{"query": {expr}, "time": {formatTime(to)}})
 	if err != nil {
 		return nil, err
-	}
-	if data.ResultType != "matrix" {
-		return nil, &Error{URL: q.endpoint("/api/v1/query"), Query: expr, Message: fmt.Sprintf("answer is a %q, not a matrix", data.ResultType)}
-	}
-	var raw []struct {
-		Metric map[string]string `json:"metric"`
-		Values []point           `json:"values"`
-	}
-	if err := json.Unmarshal(data.Result, &raw); err != nil {
-		return nil, q.decodeErr("/api/v1/query", expr, err)
 	}
 	out := make(store.Matrix, 0, len(raw))
 	for _, s := range raw {
@@ -226,6 +206,29 @@ func (q *Querier) Samples(ctx context.Context, selector string, from, to time.Ti
 	}
 	sort.SliceStable(out, func(i, j int) bool { return lessLabels(out[i].Labels, out[j].Labels) })
 	return out, nil
+}
+
+// matrixSeries is one series of a matrix answer as the API writes it.
+type matrixSeries struct {
+	Metric map[string]string `json:"metric"`
+	Values []point           `json:"values"`
+}
+
+// matrix asks path for expr and decodes the answer, which must be a matrix:
+// a range query's, or an instant query's of a range selector (Samples).
+func (q *Querier) matrix(ctx context.Context, path, expr string, params url.Values) ([]matrixSeries, error) {
+	data, err := q.do(ctx, path, expr, params)
+	if err != nil {
+		return nil, err
+	}
+	if data.ResultType != "matrix" {
+		return nil, &Error{URL: q.endpoint(path), Query: expr, Message: fmt.Sprintf("answer is a %q, not a matrix", data.ResultType)}
+	}
+	var raw []matrixSeries
+	if err := json.Unmarshal(data.Result, &raw); err != nil {
+		return nil, q.decodeErr(path, expr, err)
+	}
+	return raw, nil
 }
 
 type envelope struct {
