@@ -411,14 +411,11 @@ func (c *checker) pluginQuery(tg grafana.Target, sels []map[string]grafana.Selec
 	return nil
 }
 
-// pluginVarRE finds the variables a report list field names.
-var pluginVarRE = regexp.MustCompile(`\$(\w+)|\$\{(\w+)(?::[^}]*)?\}`)
-
 // pluginList is a report list field under sel, as module.js sends it: none
 // when a variable in it is at All, else the comma-separated values.
 func (c *checker) pluginList(field string, sel map[string]grafana.Selection) ([]string, error) {
-	for _, m := range pluginVarRE.FindAllStringSubmatch(field, -1) {
-		if s, ok := sel[m[1]+m[2]]; ok && s.All {
+	for _, m := range listVarRE.FindAllStringSubmatch(field, -1) {
+		if s, ok := sel[m[1]+m[3]]; ok && s.All {
 			return nil, nil
 		}
 	}
