@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -23,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/gpuwatch/gpuwatch/analyzer/report"
 	"github.com/gpuwatch/gpuwatch/dashboards/internal/defs"
 	"github.com/gpuwatch/gpuwatch/dashboards/internal/grafana"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
@@ -368,20 +368,26 @@ func (c *checker) pluginQuery(tg grafana.Target, sels []map[string]grafana.Selec
 			}
 		}
 	}
-	for _, sel := range all {
-		v := url.Values{"from": {c.fleet.start.UTC().Format(time.RFC3339)}, "to": {c.fleet.end.UTC().Format(time.RFC3339)}, "by": {q.By}}
-		if q.Step != "" {
-			v.Set("step", q.Step)
+	var step time.Duration
+	if q.Step != "" {
+		var err error
+		if step, err = time.ParseDuration(q.Step); err != nil {
+			return fmt.Errorf("step: %w", err)
 		}
-		for param, field := range map[string]string{"account": q.Account, "user": q.User} {
-			vals, err := c.pluginList(field, sel)
+	}
+	for _, sel := range all {
+		o := report.Options{From: c.fleet.start, To: c.fleet.end, By: report.By(q.By), Step: step}
+		for _, f := range []struct {
+			field string
+			into  *[]string
+		}{{q.Account, &o.Filter.Accounts}, {q.User, &o.Filter.Users}} {
+			vals, err := c.pluginList(f.field, sel)
 			if err != nil {
 				return err
 			}
-			if len(vals) > 0 {
-				v[param] = vals
-			}
+			*f.into = vals
 		}
+		v := o.Query()
 		var r struct {
 			Groups []struct {
 				Key       string  `json:"key"`
@@ -405,14 +411,11 @@ func (c *checker) pluginQuery(tg grafana.Target, sels []map[string]grafana.Selec
 	return nil
 }
 
-// pluginVarRE finds the variables a report list field names.
-var pluginVarRE = regexp.MustCompile(`\$(\w+)|\$\{(\w+)(?::[^}]*)?\}`)
-
 // pluginList is a report list field under sel, as module.js sends it: none
 // when a variable in it is at All, else the comma-separated values.
 func (c *checker) pluginList(field string, sel map[string]grafana.Selection) ([]string, error) {
-	for _, m := range pluginVarRE.FindAllStringSubmatch(field, -1) {
-		if s, ok := sel[m[1]+m[2]]; ok && s.All {
+	for _, m := range listVarRE.FindAllStringSubmatch(field, -1) {
+		if s, ok := sel[m[1]+m[3]]; ok && s.All {
 			return nil, nil
 		}
 	}

@@ -152,6 +152,8 @@ func checkPluginQuery(t *testing.T, d *grafana.Dashboard, where string, tg grafa
 	}
 }
 
+// listVarRE finds the variables a report list field names: ${name} or
+// ${name:format} (name m[1], format m[2]), or $name (m[3]).
 var listVarRE = regexp.MustCompile(`\$\{(\w+)(?::(\w+))?\}|\$(\w+)`)
 
 // TestMetricsKnown: every series a panel or a variable reads is an agent's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -145,11 +146,8 @@ func isTimeout(err error) bool {
 // stripURL is a client error without the request line *url.Error repeats
 // (the caller says which server).
 func stripURL(err error) error {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && strings.HasPrefix(err.Error(), "Get ") {
-		if inner := ue.Unwrap(); inner != nil {
-			return inner
-		}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
 	}
 	return err
 }

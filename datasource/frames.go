@@ -17,6 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/scheduler/drain"
 	"github.com/gpuwatch/gpuwatch/scheduler/fairshare"
 	"github.com/gpuwatch/gpuwatch/scheduler/framework"
+	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
 // Units in Grafana's unit ids.
@@ -132,18 +133,12 @@ func jobFrames(j *jobstats.Result) data.Frames {
 	g := j.GPUs
 	n := len(g)
 	xids := func(i int) string {
-		var parts []string
-		for _, x := range g[i].Xids {
-			parts = append(parts, fmt.Sprintf("%s×%s", strconv.FormatFloat(x.Count, 'f', -1, 64), x.Xid))
-		}
-		return strings.Join(parts, ", ")
+		return joinEach(g[i].Xids, ", ", func(x jobstats.Xid) string {
+			return fmt.Sprintf("%s×%s", strconv.FormatFloat(x.Count, 'f', -1, 64), x.Xid)
+		})
 	}
 	conds := func(i int) string {
-		var parts []string
-		for _, c := range g[i].Conditions {
-			parts = append(parts, c.Condition)
-		}
-		return strings.Join(parts, ", ")
+		return joinEach(g[i].Conditions, ", ", func(c jobstats.Cond) string { return c.Condition })
 	}
 	// straggler is the GPU's worst lag against its peers, with the throttle
 	// reasons seen, when jobstats named it a straggler; "" otherwise.
@@ -313,14 +308,10 @@ func stragglersFrame(r *stragglers.Report) *data.Frame {
 // explainFrames are a placement decision: its summary row, and a row per
 // recorded candidate node with its verdicts and scores.
 func explainFrames(d *framework.Decision) data.Frames {
-	var chosen []string
-	for _, a := range d.Assignments {
-		chosen = append(chosen, fmt.Sprintf("%s %v", a.Node, a.GPUs))
-	}
-	var rejected []string
-	for _, r := range d.Rejections {
-		rejected = append(rejected, fmt.Sprintf("%s: %s (%d nodes)", r.Plugin, r.Reason, r.Nodes))
-	}
+	chosen := joinEach(d.Assignments, "; ", func(a framework.Assignment) string { return fmt.Sprintf("%s %v", a.Node, a.GPUs) })
+	rejected := joinEach(d.Rejections, "; ", func(r framework.Rejection) string {
+		return fmt.Sprintf("%s: %s (%d nodes)", r.Plugin, r.Reason, r.Nodes)
+	})
 	summary := table("decision "+d.ID,
 		column("Decision", "", 1, func(int) string { return d.ID }),
 		column("Time", "", 1, func(int) time.Time { return d.At }),
@@ -330,31 +321,25 @@ func explainFrames(d *framework.Decision) data.Frames {
 		column("Evaluated", "", 1, func(int) int64 { return int64(d.Evaluated) }),
 		column("Feasible", "", 1, func(int) int64 { return int64(d.Feasible) }),
 		column("Domain", "", 1, func(int) string { return d.Domain }),
-		column("Chosen", "", 1, func(int) string { return strings.Join(chosen, "; ") }),
-		column("Rejections", "", 1, func(int) string { return strings.Join(rejected, "; ") }),
+		column("Chosen", "", 1, func(int) string { return chosen }),
+		column("Rejections", "", 1, func(int) string { return rejected }),
 		column("Notes", "", 1, func(int) string { return strings.Join(d.Notes, "; ") }))
 	c := d.Candidates
 	n := len(c)
 	verdicts := func(i int) string {
-		var parts []string
-		for _, v := range c[i].Verdicts {
-			parts = append(parts, v.Plugin+": "+v.Status.String())
-		}
-		return strings.Join(parts, "; ")
+		return joinEach(c[i].Verdicts, "; ", func(v framework.Verdict) string { return v.Plugin + ": " + v.Status.String() })
 	}
 	scores := func(i int) string {
-		var parts []string
-		for _, s := range c[i].Scores {
-			parts = append(parts, fmt.Sprintf("%s %.3f×%g", s.Plugin, s.Score, s.Weight))
-		}
-		return strings.Join(parts, "; ")
+		return joinEach(c[i].Scores, "; ", func(s framework.ScoreRecord) string {
+			return fmt.Sprintf("%s %.3f×%g", s.Plugin, s.Score, s.Weight)
+		})
 	}
 	cands := table("decision "+d.ID+" candidates",
 		column("Node", "", n, func(i int) string { return c[i].Node }),
 		column("Chosen", "", n, func(i int) bool { return c[i].Chosen }),
 		column("Feasible", "", n, func(i int) bool { return c[i].Feasible }),
 		column("Score", UnitFraction, n, func(i int) float64 { return c[i].Total }),
-		column("GPUs", "", n, func(i int) string { return intsString(c[i].GPUs) }),
+		column("GPUs", "", n, func(i int) string { return joinEach(c[i].GPUs, ",", strconv.Itoa) }),
 		column("Verdicts", "", n, verdicts),
 		column("Scores", "", n, scores))
 	msg := fmt.Sprintf("%s: %s", d.ID, d.Outcome)
@@ -365,12 +350,13 @@ func explainFrames(d *framework.Decision) data.Frames {
 	return data.Frames{summary, cands}
 }
 
-func intsString(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
+// joinEach is each of xs as str says, joined by sep.
+func joinEach[T any](xs []T, sep string, str func(T) string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = str(x)
 	}
-	return strings.Join(s, ",")
+	return strings.Join(s, sep)
 }
 
 // drainsFrame is the audit log's records in [from, to], oldest first.
@@ -384,11 +370,7 @@ func drainsFrame(recs []drain.AuditRecord, from, to time.Time) *data.Frame {
 	sort.SliceStable(r, func(i, j int) bool { return r[i].Time.Before(r[j].Time) })
 	n := len(r)
 	evidence := func(i int) string {
-		var parts []string
-		for _, c := range r[i].Evidence {
-			parts = append(parts, string(c.Kind))
-		}
-		return strings.Join(parts, ", ")
+		return joinEach(r[i].Evidence, ", ", func(c telemetry.Condition) string { return string(c.Kind) })
 	}
 	return table("drain audit log",
 		column("Time", "", n, func(i int) time.Time { return r[i].Time }),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -181,11 +182,7 @@ func ParseQuery(data []byte, queryType string) (Query, error) {
 	if q.QueryType == "" {
 		return q, fmt.Errorf("no query type: choose one of %s", strings.Join(QueryTypes, ", "))
 	}
-	known := false
-	for _, t := range QueryTypes {
-		known = known || t == q.QueryType
-	}
-	if !known {
+	if !slices.Contains(QueryTypes, q.QueryType) {
 		return q, fmt.Errorf("unknown query type %q: want one of %s", q.QueryType, strings.Join(QueryTypes, ", "))
 	}
 	if q.Window != "" {
@@ -219,7 +216,7 @@ func ParseQuery(data []byte, queryType string) (Query, error) {
 			}
 		}
 	case TypeFaults:
-		if q.Faults != "" && !validFaultTable(q.Faults) {
+		if q.Faults != "" && !slices.Contains(FaultTables, q.Faults) {
 			return q, fmt.Errorf("unknown faults table %q: want one of %s", q.Faults, strings.Join(FaultTables, ", "))
 		}
 	case TypeExplain:
@@ -242,15 +239,6 @@ func (q *Query) trim() {
 		&q.MinGap, &q.MinDuration, &q.PlacementID} {
 		*p = strings.TrimSpace(*p)
 	}
-}
-
-func validFaultTable(s string) bool {
-	for _, t := range FaultTables {
-		if t == s {
-			return true
-		}
-	}
-	return false
 }
 
 func hasControl(s string) bool {

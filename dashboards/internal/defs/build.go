@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -126,15 +127,11 @@ func analyzerTable(p panel, query map[string]any) *table.PanelBuilder {
 	if p.w == 0 {
 		p.w = 24
 	}
-	if p.h == 0 {
-		p.h = 8
-	}
-	q := variants.UnknownDataquery{"refId": "A", "datasource": map[string]any{"type": PluginType, "uid": *pluginDS.Uid}}
-	for k, v := range query {
-		q[k] = v
-	}
-	return table.NewPanelBuilder().
-		Title(p.title).Description(p.desc).Unit(p.unit).Datasource(pluginDS).Height(p.h).Span(p.w).
+	q := variants.UnknownDataquery{"refId": "A", "datasource": pluginDS}
+	maps.Copy(q, query)
+	// apply's panel, less its Prometheus data source.
+	return apply(table.NewPanelBuilder(), p).
+		Datasource(pluginDS).
 		WithTarget(variants.NewUnknownDataqueryBuilderFromObject(q)).
 		CellHeight(common.TableCellHeightSm).
 		Filterable(true)
