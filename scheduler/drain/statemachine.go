@@ -79,12 +79,17 @@ func (c *Controller) Observe(r healthreport.Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.standby {
-		if k, ok := c.kept[r.Node]; !ok || !r.Time.Before(k.Time) {
-			c.kept[r.Node] = r
-		}
+		keepLatest(c.kept, r)
 		return
 	}
 	c.observeLocked(r)
+}
+
+// keepLatest keeps r in m unless m holds a newer report of its node.
+func keepLatest(m map[string]healthreport.Report, r healthreport.Report) {
+	if k, ok := m[r.Node]; !ok || !r.Time.Before(k.Time) {
+		m[r.Node] = r
+	}
 }
 
 // observeLocked is Observe of a checked report (c.mu held).

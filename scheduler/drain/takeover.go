@@ -103,9 +103,7 @@ func (c *Controller) Takeover(ctx context.Context, reports []healthreport.Report
 	// overtaken by an older one.
 	latest := c.kept
 	for _, r := range reports {
-		if k, ok := latest[r.Node]; !ok || !r.Time.Before(k.Time) {
-			latest[r.Node] = r
-		}
+		keepLatest(latest, r)
 	}
 	c.standby, c.kept = false, map[string]healthreport.Report{}
 	nodes := make([]string, 0, len(latest))
