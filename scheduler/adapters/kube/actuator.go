@@ -324,9 +324,6 @@ func (a *Actuator) Evacuate(ctx context.Context, node string, work []string) err
 
 var _ drain.Lister = (*Actuator)(nil)
 
-// listPage is how many nodes one list call reads.
-const listPage = 500
-
 // OwnedDrains lists every node carrying a drain gpuwatch set: its taint or its
 // reason annotation. The Node objects are the truth on Kubernetes: a gpuwatch
 // server that takes over from another reads them before it acts
@@ -336,22 +333,15 @@ const listPage = 500
 // added. A node only an administrator cordoned is not listed.
 func (a *Actuator) OwnedDrains(ctx context.Context) ([]drain.OwnedDrain, error) {
 	var out []drain.OwnedDrain
-	opts := metav1.ListOptions{Limit: listPage}
-	for {
-		nodes, err := a.client.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
+	err := listNodes(ctx, a.client, "", func(n *corev1.Node) {
+		if d, ok := ownedDrain(n); ok {
+			out = append(out, d)
 		}
-		for i := range nodes.Items {
-			if d, ok := ownedDrain(&nodes.Items[i]); ok {
-				out = append(out, d)
-			}
-		}
-		if nodes.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = nodes.Continue
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // ownedDrain reads gpuwatch's drain off a node.
