@@ -256,13 +256,7 @@ func (a *Actuator) State(ctx context.Context, node string) (bool, string, error)
 	if err != nil {
 		return false, "", fmt.Errorf("read node %s: %w", node, notFoundPermanent(err))
 	}
-	tainted := false
-	for _, t := range n.Spec.Taints {
-		if t.Key == TaintKey {
-			tainted = true
-		}
-	}
-	drained := n.Spec.Unschedulable || tainted
+	drained := n.Spec.Unschedulable || gpuwatchTaint(n) != nil
 	if !drained {
 		return false, "", nil
 	}
@@ -347,12 +341,7 @@ func (a *Actuator) OwnedDrains(ctx context.Context) ([]drain.OwnedDrain, error) 
 // ownedDrain reads gpuwatch's drain off a node.
 func ownedDrain(n *corev1.Node) (drain.OwnedDrain, bool) {
 	d := drain.OwnedDrain{Node: n.Name}
-	var taint *corev1.Taint
-	for i, t := range n.Spec.Taints {
-		if t.Key == TaintKey {
-			taint = &n.Spec.Taints[i]
-		}
-	}
+	taint := gpuwatchTaint(n)
 	reason, annotated := n.Annotations[AnnotationReason]
 	switch {
 	case annotated:
@@ -369,4 +358,16 @@ func ownedDrain(n *corev1.Node) (drain.OwnedDrain, bool) {
 	}
 	_, d.Reboot = n.Annotations[AnnotationReboot]
 	return d, true
+}
+
+// gpuwatchTaint is the node's taint of TaintKey (the last, should there be
+// several), nil when it has none.
+func gpuwatchTaint(n *corev1.Node) *corev1.Taint {
+	var taint *corev1.Taint
+	for i, t := range n.Spec.Taints {
+		if t.Key == TaintKey {
+			taint = &n.Spec.Taints[i]
+		}
+	}
+	return taint
 }
