@@ -22,12 +22,11 @@ import (
 	"github.com/gpuwatch/gpuwatch/telemetry"
 )
 
-// TestAgentWithoutDriver: a node whose PCI bus (a real A100 node's) shows eight
-// GPUs and whose NVML library cannot be loaded (the real go-nvml, pointed at a
-// library that is not there). The agent starts, exports NVML's count as 0 next
-// to the bus's 8, raises gpu-count naming both, and pushes that report to the
-// server: the driver missing is seen, not silence.
-func TestAgentWithoutDriver(t *testing.T) {
+// driverlessOptions are the options of an agent on node gpu01 whose PCI bus
+// (a real A100 node's) shows eight GPUs and whose NVML library cannot be
+// loaded, pushing its health reports to serverURL every 100 ms.
+func driverlessOptions(t *testing.T, serverURL string) Options {
+	t.Helper()
 	sys := t.TempDir()
 	if err := pcitest.WriteA100(sys); err != nil {
 		t.Fatal(err)
@@ -36,6 +35,17 @@ func TestAgentWithoutDriver(t *testing.T) {
 	if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return Options{Node: "gpu01", NVML: gonvml.New(gonvml.WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1"))),
+		SysfsRoot: sys, ProcRoot: t.TempDir(), KmsgPath: kmsg, DCGMDisable: true, KubeletSocket: "-", StateDir: t.TempDir(),
+		ServerURL: serverURL, HealthInterval: 100 * time.Millisecond, Interval: 100 * time.Millisecond}
+}
+
+// TestAgentWithoutDriver: a node whose PCI bus (a real A100 node's) shows eight
+// GPUs and whose NVML library cannot be loaded (the real go-nvml, pointed at a
+// library that is not there). The agent starts, exports NVML's count as 0 next
+// to the bus's 8, raises gpu-count naming both, and pushes that report to the
+// server: the driver missing is seen, not silence.
+func TestAgentWithoutDriver(t *testing.T) {
 	var mu sync.Mutex
 	var pushed []healthreport.Report
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,9 +60,7 @@ func TestAgentWithoutDriver(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	a, err := New(Options{Node: "gpu01", NVML: gonvml.New(gonvml.WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1"))),
-		SysfsRoot: sys, ProcRoot: t.TempDir(), KmsgPath: kmsg, DCGMDisable: true, KubeletSocket: "-", StateDir: t.TempDir(),
-		ServerURL: srv.URL, HealthInterval: 100 * time.Millisecond, Interval: 100 * time.Millisecond})
+	a, err := New(driverlessOptions(t, srv.URL))
 	if err != nil {
 		t.Fatalf("the agent did not start without NVML: %v", err)
 	}

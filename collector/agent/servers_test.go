@@ -6,17 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/gpuwatch/gpuwatch/collector/healthpush"
-	"github.com/gpuwatch/gpuwatch/collector/pci/pcitest"
 	"github.com/gpuwatch/gpuwatch/telemetry/healthreport"
 )
 
@@ -24,14 +19,6 @@ import (
 // (accepts the connection, never answers), each live replica gets the node's
 // report at once: the hung one holds up only its own pusher.
 func TestAgentPushesToEveryServer(t *testing.T) {
-	sys := t.TempDir()
-	if err := pcitest.WriteA100(sys); err != nil {
-		t.Fatal(err)
-	}
-	kmsg := filepath.Join(t.TempDir(), "kmsg.log")
-	if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	got := map[string]int{}
 	replica := func(name string) *httptest.Server {
@@ -54,9 +41,7 @@ func TestAgentPushesToEveryServer(t *testing.T) {
 	defer hung.Close()
 	defer close(release)
 
-	a, err := New(Options{Node: "gpu01", NVML: gonvml.New(gonvml.WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1"))),
-		SysfsRoot: sys, ProcRoot: t.TempDir(), KmsgPath: kmsg, DCGMDisable: true, KubeletSocket: "-", StateDir: t.TempDir(),
-		ServerURL: hung.URL + ", " + r0.URL + "," + r1.URL, HealthInterval: 100 * time.Millisecond, Interval: 100 * time.Millisecond})
+	a, err := New(driverlessOptions(t, hung.URL+", "+r0.URL+","+r1.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

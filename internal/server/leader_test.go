@@ -208,13 +208,7 @@ func getJSON(t *testing.T, url string, out any) {
 // metricValue is the value of the unlabelled series name on /metrics.
 func metricValue(t *testing.T, base, name string) string {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(getText(t, base+"/metrics"), "\n") {
 		if v, ok := strings.CutPrefix(l, name+" "); ok {
 			return v
 		}

@@ -79,12 +79,17 @@ func (c *Controller) Observe(r healthreport.Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.standby {
-		if k, ok := c.kept[r.Node]; !ok || !r.Time.Before(k.Time) {
-			c.kept[r.Node] = r
-		}
+		keepLatest(c.kept, r)
 		return
 	}
 	c.observeLocked(r)
+}
+
+// keepLatest keeps r in m unless m holds a newer report of its node.
+func keepLatest(m map[string]healthreport.Report, r healthreport.Report) {
+	if k, ok := m[r.Node]; !ok || !r.Time.Before(k.Time) {
+		m[r.Node] = r
+	}
 }
 
 // observeLocked is Observe of a checked report (c.mu held).
@@ -325,14 +330,7 @@ func (c *Controller) probationChecks(t *nodeTrack) string {
 // the node's state changed.
 func (c *Controller) decideDrain(r healthreport.Report, t *nodeTrack, active []*condTrack, now time.Time) bool {
 	primary := active[0]
-	evidence := make([]telemetry.Condition, len(active))
-	gpus := map[int]bool{}
-	for i, ct := range active {
-		evidence[i] = ct.Cond
-		if g, ok := ct.Cond.Target.GPUID(); ok {
-			gpus[g.Index] = true
-		}
-	}
+	evidence, gpus, uuids := t.targets(active)
 	reason := FormatReason(primary.Cond, len(active)-1)
 	mode := primary.Mode
 	if ok, why := c.budgetAllows(r.Node, now); !ok {
@@ -348,13 +346,7 @@ func (c *Controller) decideDrain(r healthreport.Report, t *nodeTrack, active []*
 	}
 	t.WaitingBudget = false
 	c.budget.Entries = append(c.budget.Entries, budgetEntry{Node: r.Node, At: now})
-	inc := &incident{Rule: primary.Rule, Mode: mode, Reason: reason, Evidence: evidence, Decided: now, Owned: true, GPUCount: len(r.GPUs)}
-	for _, i := range sortedKeys(gpus) {
-		inc.GPUs = append(inc.GPUs, i)
-		if u := t.UUIDs[i]; u != "" {
-			inc.UUIDs = append(inc.UUIDs, u)
-		}
-	}
+	inc := &incident{Rule: primary.Rule, Mode: mode, Reason: reason, Evidence: evidence, GPUs: gpus, UUIDs: uuids, Decided: now, Owned: true, GPUCount: len(r.GPUs)}
 	t.Incident, t.Held, t.Stuck = inc, "", ""
 	c.setState(r.Node, t, telemetry.StateDraining, reason)
 	rt := r.Time
@@ -369,6 +361,27 @@ func (c *Controller) decideDrain(r healthreport.Report, t *nodeTrack, active []*
 		AuditRecord{Node: r.Node, GPU: gpuName(primary.Cond), Event: "decision", Action: string(mode), Rule: primary.Rule,
 			Reason: reason, Evidence: evidence})
 	return true
+}
+
+// targets is what the active conditions (strongest first) name: their
+// conditions as evidence, the GPUs they are on in index order, and those
+// GPUs' UUIDs where known.
+func (t *nodeTrack) targets(active []*condTrack) (evidence []telemetry.Condition, gpus []int, uuids []string) {
+	evidence = make([]telemetry.Condition, len(active))
+	on := map[int]bool{}
+	for i, ct := range active {
+		evidence[i] = ct.Cond
+		if g, ok := ct.Cond.Target.GPUID(); ok {
+			on[g.Index] = true
+		}
+	}
+	for _, i := range sortedKeys(on) {
+		gpus = append(gpus, i)
+		if u := t.UUIDs[i]; u != "" {
+			uuids = append(uuids, u)
+		}
+	}
+	return evidence, gpus, uuids
 }
 
 // relapse handles a drain-rule condition during probation: the node is still out of

@@ -103,9 +103,7 @@ func (c *Controller) Takeover(ctx context.Context, reports []healthreport.Report
 	// overtaken by an older one.
 	latest := c.kept
 	for _, r := range reports {
-		if k, ok := latest[r.Node]; !ok || !r.Time.Before(k.Time) {
-			latest[r.Node] = r
-		}
+		keepLatest(latest, r)
 	}
 	c.standby, c.kept = false, map[string]healthreport.Report{}
 	nodes := make([]string, 0, len(latest))
@@ -237,32 +235,17 @@ func (c *Controller) reissueEvacuation(node string) bool {
 		return false
 	}
 	inc := t.Incident
-	primary := active[0]
-	inc.Rule, inc.Evidence, inc.GPUs, inc.UUIDs = primary.Rule, nil, nil, nil
+	inc.Rule = active[0].Rule
+	inc.Evidence, inc.GPUs, inc.UUIDs = t.targets(active)
 	if inc.Mode != ModeReboot {
-		inc.Mode = primary.Mode
-	}
-	gpus := map[int]bool{}
-	for _, ct := range active {
-		inc.Evidence = append(inc.Evidence, ct.Cond)
-		if g, ok := ct.Cond.Target.GPUID(); ok {
-			gpus[g.Index] = true
-		}
-	}
-	for _, i := range sortedKeys(gpus) {
-		inc.GPUs = append(inc.GPUs, i)
-		if u := t.UUIDs[i]; u != "" {
-			inc.UUIDs = append(inc.UUIDs, u)
-		}
+		inc.Mode = active[0].Mode
 	}
 	if c.pol.DryRun || (inc.Mode != ModeDrain && inc.Mode != ModeRequeue) {
 		return false
 	}
-	now := c.now()
-	t.Pending = &action{ID: c.nextID, Kind: kindEvacuate, Mode: inc.Mode, Rule: inc.Rule, Reason: inc.Reason, Created: now, NextAttempt: now}
-	c.nextID++
-	c.record(AuditRecord{Node: node, Event: "takeover", Action: kindEvacuate, Rule: inc.Rule, Reason: inc.Reason, Evidence: inc.Evidence,
-		Outcome: OutcomePending, Note: "the adopted drain's evacuation is issued again: work already gone is skipped, work still there is what the previous actor left"})
+	c.enqueue(node, t, &action{Kind: kindEvacuate, Mode: inc.Mode, Rule: inc.Rule, Reason: inc.Reason},
+		AuditRecord{Node: node, Event: "takeover", Action: kindEvacuate, Rule: inc.Rule, Reason: inc.Reason, Evidence: inc.Evidence,
+			Note: "the adopted drain's evacuation is issued again: work already gone is skipped, work still there is what the previous actor left"})
 	return true
 }
 

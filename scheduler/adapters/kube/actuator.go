@@ -256,13 +256,7 @@ func (a *Actuator) State(ctx context.Context, node string) (bool, string, error)
 	if err != nil {
 		return false, "", fmt.Errorf("read node %s: %w", node, notFoundPermanent(err))
 	}
-	tainted := false
-	for _, t := range n.Spec.Taints {
-		if t.Key == TaintKey {
-			tainted = true
-		}
-	}
-	drained := n.Spec.Unschedulable || tainted
+	drained := n.Spec.Unschedulable || gpuwatchTaint(n) != nil
 	if !drained {
 		return false, "", nil
 	}
@@ -324,9 +318,6 @@ func (a *Actuator) Evacuate(ctx context.Context, node string, work []string) err
 
 var _ drain.Lister = (*Actuator)(nil)
 
-// listPage is how many nodes one list call reads.
-const listPage = 500
-
 // OwnedDrains lists every node carrying a drain gpuwatch set: its taint or its
 // reason annotation. The Node objects are the truth on Kubernetes: a gpuwatch
 // server that takes over from another reads them before it acts
@@ -336,33 +327,21 @@ const listPage = 500
 // added. A node only an administrator cordoned is not listed.
 func (a *Actuator) OwnedDrains(ctx context.Context) ([]drain.OwnedDrain, error) {
 	var out []drain.OwnedDrain
-	opts := metav1.ListOptions{Limit: listPage}
-	for {
-		nodes, err := a.client.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
+	err := listNodes(ctx, a.client, "", func(n *corev1.Node) {
+		if d, ok := ownedDrain(n); ok {
+			out = append(out, d)
 		}
-		for i := range nodes.Items {
-			if d, ok := ownedDrain(&nodes.Items[i]); ok {
-				out = append(out, d)
-			}
-		}
-		if nodes.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = nodes.Continue
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // ownedDrain reads gpuwatch's drain off a node.
 func ownedDrain(n *corev1.Node) (drain.OwnedDrain, bool) {
 	d := drain.OwnedDrain{Node: n.Name}
-	var taint *corev1.Taint
-	for i, t := range n.Spec.Taints {
-		if t.Key == TaintKey {
-			taint = &n.Spec.Taints[i]
-		}
-	}
+	taint := gpuwatchTaint(n)
 	reason, annotated := n.Annotations[AnnotationReason]
 	switch {
 	case annotated:
@@ -379,4 +358,16 @@ func ownedDrain(n *corev1.Node) (drain.OwnedDrain, bool) {
 	}
 	_, d.Reboot = n.Annotations[AnnotationReboot]
 	return d, true
+}
+
+// gpuwatchTaint is the node's taint of TaintKey (the last, should there be
+// several), nil when it has none.
+func gpuwatchTaint(n *corev1.Node) *corev1.Taint {
+	var taint *corev1.Taint
+	for i, t := range n.Spec.Taints {
+		if t.Key == TaintKey {
+			taint = &n.Spec.Taints[i]
+		}
+	}
+	return taint
 }

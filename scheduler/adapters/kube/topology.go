@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -17,19 +18,8 @@ import (
 // ("nvidia.com/gpu.present=true").
 func NodeLabels(ctx context.Context, client kubernetes.Interface, selector string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
-	for {
-		list, err := client.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
-		}
-		for i := range list.Items {
-			out[list.Items[i].Name] = list.Items[i].Labels
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+	if err := listNodes(ctx, client, selector, func(n *corev1.Node) { out[n.Name] = n.Labels }); err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		if selector != "" {
@@ -38,6 +28,28 @@ func NodeLabels(ctx context.Context, client kubernetes.Interface, selector strin
 		return nil, fmt.Errorf("list nodes: the cluster has no nodes")
 	}
 	return out, nil
+}
+
+// listPage is how many nodes one list call reads.
+const listPage = 500
+
+// listNodes calls each with every node selector matches ("": all), read a
+// page of listPage nodes at a time.
+func listNodes(ctx context.Context, client kubernetes.Interface, selector string, each func(*corev1.Node)) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: listPage}
+	for {
+		list, err := client.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list nodes: %w", err)
+		}
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
 }
 
 // NodeLocations places the cluster's nodes in the fabric from their live

@@ -92,7 +92,7 @@ func heldReason(n NodeState) (bool, string) {
 	}
 	// DOWN with a reason is out of service on purpose (a completed reboot held
 	// for probation, or an admin's); DOWN without one is a node not responding.
-	held := n.Drained() || n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED") || (n.State == "DOWN" && reason != "")
+	held := n.Drained() || n.RebootPending() || (n.State == "DOWN" && reason != "")
 	return held, reason
 }
 
@@ -115,7 +115,7 @@ func (a Actuator) OwnedDrains(ctx context.Context) ([]drain.OwnedDrain, error) {
 			continue
 		}
 		out = append(out, drain.OwnedDrain{Node: n.Name, Reason: reason, Since: n.ReasonTime,
-			Reboot: n.Has("REBOOT_REQUESTED") || n.Has("REBOOT_ISSUED")})
+			Reboot: n.RebootPending()})
 	}
 	return out, nil
 }

@@ -43,9 +43,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ .Values.agent.image.repository }}:{{ .Values.agent.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* The server's URL scheme: https with server.tls.secretName. */}}
+{{- define "gpuwatch.serverScheme" -}}
+{{ if .Values.server.tls.secretName }}https{{ else }}http{{ end }}
+{{- end -}}
+
 {{/* The server's URL inside the cluster. */}}
 {{- define "gpuwatch.serverURL" -}}
-{{ if .Values.server.tls.secretName }}https{{ else }}http{{ end }}://{{ include "gpuwatch.fullname" . }}-server.{{ .Release.Namespace }}.svc:{{ .Values.server.port }}
+{{ include "gpuwatch.serverScheme" . }}://{{ include "gpuwatch.fullname" . }}-server.{{ .Release.Namespace }}.svc:{{ .Values.server.port }}
 {{- end -}}
 
 {{/*
@@ -59,7 +64,7 @@ the elected leader's followers hold every node's latest report too.
 {{ include "gpuwatch.serverURL" . }}
 {{- else -}}
 {{- $fullname := include "gpuwatch.fullname" . -}}
-{{- $scheme := ternary "https" "http" (not (empty .Values.server.tls.secretName)) -}}
+{{- $scheme := include "gpuwatch.serverScheme" . -}}
 {{- $urls := list -}}
 {{- range $i := until $replicas -}}
 {{- $urls = append $urls (printf "%s://%s-server-%d.%s-server-headless.%s.svc:%v" $scheme $fullname $i $fullname $.Release.Namespace $.Values.server.port) -}}
