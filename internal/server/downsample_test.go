@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,13 +71,7 @@ func TestReportDownsampled(t *testing.T) {
 
 func metrics(t *testing.T, base string) string {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return getText(t, base+"/metrics")
 }
 
 // TestDownsampleOnLeaderOnly: with an Elector the replicas share one store,
